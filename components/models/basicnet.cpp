@@ -1,0 +1,71 @@
+// The PyTorch MNIST example's Net (pytorch/examples mnist/main.py), layer for layer and with
+// the same parameter names, so its state_dict loads as is.
+#include "components/models/model.h"
+
+#include <torch/torch.h>
+
+namespace trainrun {
+namespace {
+
+struct BasicNetOptions {
+  int64_t in_channels = 1;
+  int64_t num_classes = 10;
+  double dropout1 = 0.25;
+  double dropout2 = 0.5;
+};
+
+class BasicNetImpl : public Classifier {
+ public:
+  explicit BasicNetImpl(const BasicNetOptions& o)
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(o.in_channels, 32, 3)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3)))),
+        dropout1(register_module("dropout1", torch::nn::Dropout(o.dropout1))),
+        dropout2(register_module("dropout2", torch::nn::Dropout(o.dropout2))),
+        fc1(register_module("fc1", torch::nn::Linear(9216, 128))),
+        fc2(register_module("fc2", torch::nn::Linear(128, o.num_classes))) {}
+
+  at::Tensor forward(const at::Tensor& input) override {
+    auto x = torch::relu(conv1(input));
+    x = torch::relu(conv2(x));
+    x = torch::max_pool2d(x, 2);
+    x = dropout1(x);
+    x = torch::flatten(x, 1);
+    x = torch::relu(fc1(x));
+    x = dropout2(x);
+    return torch::log_softmax(fc2(x), 1);
+  }
+
+  InputConfig input_config() const override { return {{0.1307}, {0.3081}, {1, 28, 28}}; }
+  std::string classifier_pattern() const override { return "fc2.*"; }
+  bool outputs_log_probs() const override { return true; }
+
+ private:
+  torch::nn::Conv2d conv1, conv2;
+  torch::nn::Dropout dropout1, dropout2;
+  torch::nn::Linear fc1, fc2;
+};
+
+Schema basicnet_schema() {
+  return Schema()
+      .add("num_classes", Type::Int, yaml("auto"), "output classes; auto = the dataset's")
+      .min(1).choices({"auto"})
+      .add("in_channels", Type::Int, yaml("1"), "input channels (1 for MNIST)").min(1)
+      .add("dropout1", Type::Float, yaml("0.25"), "dropout after the conv block").range(0, 1)
+      .add("dropout2", Type::Float, yaml("0.5"), "dropout before the last fc").range(0, 1)
+      .add("pretrained", Type::Path, YAML::Node(), "optional .safetensors weights to start from");
+}
+
+}  // namespace
+
+TRAINRUN_REGISTER(Classifier, "basicnet",
+                  "PyTorch's MNIST example net: 2 convs, max-pool, dropout, 2 fcs, log-softmax (28x28 input)",
+                  basicnet_schema(), [](const Config& c) -> std::shared_ptr<Classifier> {
+                    BasicNetOptions o;
+                    o.in_channels = c.get<int64_t>("in_channels");
+                    o.num_classes = c.get<int64_t>("num_classes");
+                    o.dropout1 = c.get<double>("dropout1");
+                    o.dropout2 = c.get<double>("dropout2");
+                    return std::make_shared<BasicNetImpl>(o);
+                  });
+
+}  // namespace trainrun

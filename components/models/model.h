@@ -1,0 +1,37 @@
+// What every model is: a torch module from images to class scores, plus the facts a recipe
+// needs about it (default normalisation, input size, which parameters form the classifier).
+#pragma once
+
+#include "registry/registry.h"
+
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainrun {
+
+struct InputConfig {
+  std::vector<double> mean;
+  std::vector<double> std;
+  std::vector<int64_t> input_size;  // C, H, W
+};
+
+class Classifier : public torch::nn::Module {
+ public:
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  virtual InputConfig input_config() const = 0;
+  // Glob over parameter names that selects the classifier head (for freeze rules, re-init).
+  virtual std::string classifier_pattern() const = 0;
+  // Whether forward() returns log-probabilities (BasicNet) rather than logits.
+  virtual bool outputs_log_probs() const { return false; }
+};
+
+template <>
+struct Kind<Classifier> {
+  static constexpr const char* name = "models";
+  using Factory = std::function<std::shared_ptr<Classifier>(const Config&)>;
+};
+
+}  // namespace trainrun

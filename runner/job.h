@@ -1,0 +1,47 @@
+// Everything a recipe names, built through the registries: the step between "validated recipe"
+// and "training loop". Used by `trainrun check`, training, and eval.
+#pragma once
+
+#include "components/data/dataset.h"
+#include "components/data/transform.h"
+#include "components/models/model.h"
+#include "components/optim/optim.h"
+#include "runner/recipe.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainrun {
+
+struct Job {
+  Recipe recipe;
+  DatasetSplits data;
+  std::shared_ptr<Classifier> model;
+  Compose train_transforms, eval_transforms;
+  std::shared_ptr<Loss> loss;
+  std::string device = "cpu";
+  std::string precision = "fp32";  // resolved: fp32 | bf16 | fp16
+  int64_t threads = 1;
+  std::vector<std::string> notes;  // things the log should say (re-initialised classifier, ...)
+
+  int64_t total_parameters() const;
+  int64_t trainable_parameters() const;
+  NamedParameters trainable() const;
+};
+
+// Builds data, model (with pretrained weights and freeze rules), transforms and loss. Fills
+// `auto` values (num_classes, normalize: model, threads) into job.recipe so the resolved
+// recipe shows what ran. Throws RecipeError, DataError or WeightsError: bad input, exit 2.
+Job build_job(Recipe recipe);
+
+// Builds the optimizer over the trainable parameters, and its scheduler.
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job);
+std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimizer& optimizer, int64_t total_steps,
+                                           int64_t steps_per_epoch);
+
+// Freeze rules (ordered globs, last match wins) applied to requires_grad; returns the number
+// of parameters each rule matched so a rule that matches nothing can be reported.
+std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const YAML::Node& rules);
+
+}  // namespace trainrun

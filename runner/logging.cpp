@@ -1,0 +1,34 @@
+#include "runner/logging.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace trainrun {
+
+void setup_console_logging() {
+  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
+  console->set_pattern("%^%v%$");
+  auto logger = std::make_shared<spdlog::logger>("trainrun", console);
+  logger->set_level(spdlog::level::info);
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+void add_log_file(const std::string& path) {
+  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false);
+  file->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
+  spdlog::default_logger()->sinks().push_back(file);
+}
+
+std::string python_dict(const std::vector<std::pair<std::string, double>>& items) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    std::string v = fmt::format("{}", items[i].second);
+    if (v.find_first_of(".en") == std::string::npos) v += ".0";  // Python's repr of a float
+    s += fmt::format("{}'{}': {}", i ? ", " : "", items[i].first, v);
+  }
+  return s + "}";
+}
+
+}  // namespace trainrun

@@ -1,0 +1,35 @@
+// The recipe engine: YAML file + dotted overrides -> a validated tree with every default filled
+// in and ${...} interpolated. Errors name the file, line and column (or the override) at fault.
+#pragma once
+
+#include "registry/schema.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trainrun {
+
+// A mistake in the recipe or command line: exit code 2, nothing was started.
+struct RecipeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Recipe {
+  std::string file;
+  YAML::Node root;
+
+  Config section(const std::string& dotted_path) const;
+  YAML::Node node(const std::string& dotted_path) const;
+  std::string dump() const;
+};
+
+Recipe load_recipe(const std::string& file, const std::vector<std::string>& overrides = {});
+
+// The fixed sections' schemas (train, output, world, data, top level), for `describe recipe/...`.
+const Schema& section_schema(const std::string& section);
+std::vector<std::string> section_names();
+
+}  // namespace trainrun

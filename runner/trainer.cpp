@@ -1,0 +1,249 @@
+#include "runner/trainer.h"
+
+#include "components/data/loader.h"
+#include "runner/logging.h"
+#include "runner/weights.h"
+
+#include <ATen/autocast_mode.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace trainrun {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// torch.autocast(device_type="cpu", dtype=torch.bfloat16) as a scope.
+class Autocast {
+ public:
+  explicit Autocast(const std::string& precision) : on_(precision == "bf16") {
+    if (!on_) return;
+    prev_ = at::autocast::is_cpu_enabled();
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~Autocast() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(prev_);
+  }
+
+ private:
+  bool on_;
+  bool prev_ = false;
+};
+
+LoaderOptions loader_options(const Job& job, bool train) {
+  const YAML::Node& data = job.recipe.root["data"];
+  LoaderOptions o;
+  o.batch_size = data[train ? "batch_size" : "eval_batch_size"].as<int64_t>();
+  o.workers = data["workers"].as<int64_t>();
+  o.shard.shuffle = train;
+  o.shard.pad = train;
+  o.shard.seed = job.recipe.root["seed"].as<uint64_t>();
+  return o;
+}
+
+std::string thousands(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = int(s.size()) - 3; i > (n < 0 ? 1 : 0); i -= 3) s.insert(std::size_t(i), ",");
+  return s;
+}
+
+class MetricsFile {
+ public:
+  explicit MetricsFile(const std::string& path) : out_(path, std::ios::app) {
+    if (!out_) throw TrainingError(path + ": cannot write");
+  }
+  void write(const nlohmann::ordered_json& line) {
+    out_ << line.dump() << "\n";
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw TrainingError(path.string() + ": cannot write");
+}
+
+}  // namespace
+
+EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job) {
+  auto start = Clock::now();
+  torch::NoGradGuard no_grad;
+  model.eval();
+  double loss_sum = 0;
+  int64_t correct = 0, top5 = 0, n = 0;
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    at::Tensor x = batch->inputs.to(job.device), y = batch->targets.to(job.device);
+    at::Tensor out;
+    {
+      Autocast autocast(job.precision);
+      out = model.forward(x);
+    }
+    out = out.to(at::kFloat);
+    loss_sum += loss(out, y, model.outputs_log_probs()).item<double>() * double(y.size(0));
+    correct += out.argmax(1).eq(y).sum().item<int64_t>();
+    int64_t k = std::min<int64_t>(5, out.size(1));
+    top5 += std::get<1>(out.topk(k, 1)).eq(y.unsqueeze(1)).any(1).sum().item<int64_t>();
+    n += y.size(0);
+  }
+  double runtime = seconds_since(start);
+  EvalResult r;
+  r.examples = n;
+  r.metrics["eval_loss"] = n ? loss_sum / double(n) : NAN;
+  r.metrics["eval_accuracy"] = n ? double(correct) / double(n) : NAN;
+  r.metrics["eval_top5"] = n ? double(top5) / double(n) : NAN;
+  r.metrics["eval_runtime"] = runtime;
+  r.metrics["eval_samples_per_second"] = double(n) / runtime;
+  return r;
+}
+
+EvalResult train(Job& job) {
+  const YAML::Node& root = job.recipe.root;
+  const YAML::Node& tcfg = root["train"];
+  at::set_num_threads(int(job.threads));
+  torch::manual_seed(root["seed"].as<uint64_t>());
+
+  fs::path dir = root["output"]["dir"].as<std::string>();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw TrainingError(dir.string() + ": cannot create the run folder: " + ec.message());
+  write_text(dir / "recipe.resolved.yaml", job.recipe.dump());
+  nlohmann::ordered_json labels;
+  for (std::size_t i = 0; i < job.data.classes.size(); ++i) labels[std::to_string(i)] = job.data.classes[i];
+  write_text(dir / "labels.json", labels.dump(2) + "\n");
+  std::filesystem::remove(dir / "metrics.jsonl");
+  add_log_file((dir / "train.log").string());
+  MetricsFile metrics((dir / "metrics.jsonl").string());
+  for (auto& note : job.notes) spdlog::warn("{}", note);
+
+  job.model->to(job.device);
+  auto optimizer = build_optimizer(job);
+  DataLoader train_loader(job.data.train, job.train_transforms, loader_options(job, true));
+  DataLoader eval_loader(job.data.eval, job.eval_transforms, loader_options(job, false));
+  const int64_t epochs = tcfg["epochs"].as<int64_t>();
+  const int64_t steps_per_epoch = train_loader.batches_per_epoch();
+  const int64_t total_steps = steps_per_epoch * epochs;
+  auto scheduler = build_scheduler(job, *optimizer, total_steps, steps_per_epoch);
+  const int64_t log_every = tcfg["log_every_steps"].as<int64_t>();
+  const std::string eval_every = tcfg["eval_every"].as<std::string>();
+  const int64_t batch = root["data"]["batch_size"].as<int64_t>();
+
+  spdlog::info("***** Running training *****");
+  spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
+  spdlog::info("  Num Epochs = {}", epochs);
+  spdlog::info("  Instantaneous batch size per device = {}", batch);
+  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch);
+  spdlog::info("  Gradient Accumulation steps = 1");
+  spdlog::info("  Total optimization steps = {}", thousands(total_steps));
+  spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
+               thousands(job.total_parameters()));
+  spdlog::info("  World = 1 node x 1 process, {} threads per process", job.threads);
+  spdlog::info("  Device = {}, precision = {}", job.device, job.precision);
+
+  auto run_eval = [&](int64_t step, double epoch) {
+    EvalResult r = evaluate(*job.model, eval_loader, *job.loss, job);
+    std::vector<std::pair<std::string, double>> shown;
+    nlohmann::ordered_json line{{"step", step}, {"epoch", epoch}};
+    for (const char* key : {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"}) {
+      bool wanted = std::string(key) != "eval_accuracy" && std::string(key) != "eval_top5";
+      for (auto& m : tcfg["metrics"]) wanted |= "eval_" + m.as<std::string>() == key;
+      if (!wanted) continue;
+      shown.emplace_back(key, r.metrics.at(key));
+      line[key] = r.metrics.at(key);
+    }
+    line["eval_examples"] = r.examples;
+    shown.emplace_back("epoch", std::round(epoch * 100) / 100);
+    spdlog::info("{}", python_dict(shown));
+    metrics.write(line);
+    job.model->train();
+    return r;
+  };
+
+  auto start = Clock::now();
+  int64_t step = 0, since_log = 0;
+  double loss_since_log = 0, loss_total = 0, data_wait = 0;
+  EvalResult last_eval;
+  bool evaluated_at_end = false;
+  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+    job.model->train();
+    train_loader.start_epoch(epoch);
+    for (;;) {
+      auto wait_start = Clock::now();
+      auto b = train_loader.next();
+      data_wait += seconds_since(wait_start);
+      if (!b) break;
+      at::Tensor x = b->inputs.to(job.device), y = b->targets.to(job.device);
+      optimizer->zero_grad();
+      at::Tensor out;
+      {
+        Autocast autocast(job.precision);
+        out = job.model->forward(x);
+      }
+      at::Tensor loss = (*job.loss)(out.to(at::kFloat), y, job.model->outputs_log_probs());
+      double value = loss.item<double>();
+      if (!std::isfinite(value))
+        throw TrainingError("step " + std::to_string(step + 1) + ": loss is " + std::to_string(value) +
+                            "; stopping (lower the learning rate or check the data)");
+      loss.backward();
+      optimizer->step();
+      scheduler->step();
+      ++step;
+      loss_since_log += value, loss_total += value, ++since_log;
+      evaluated_at_end = false;
+      double epoch_f = double(step) / double(steps_per_epoch);
+      if (step % log_every == 0) {
+        double lr = current_lr(*optimizer);
+        double mean = loss_since_log / double(since_log);
+        spdlog::info("{}", python_dict({{"loss", std::round(mean * 1e4) / 1e4}, {"learning_rate", lr},
+                                        {"epoch", std::round(epoch_f * 100) / 100}}));
+        metrics.write({{"step", step}, {"epoch", epoch_f}, {"loss", mean}, {"learning_rate", lr},
+                       {"data_wait_s", data_wait}, {"elapsed_s", seconds_since(start)}});
+        loss_since_log = 0, since_log = 0;
+      }
+      if (eval_every != "epoch" && eval_every != "never" && step % std::stoll(eval_every) == 0) {
+        last_eval = run_eval(step, epoch_f);
+        evaluated_at_end = true;
+      }
+    }
+    if (eval_every == "epoch") {
+      last_eval = run_eval(step, double(epoch + 1));
+      evaluated_at_end = true;
+    }
+  }
+  if (!evaluated_at_end && eval_every != "never") last_eval = run_eval(step, double(epochs));
+
+  double runtime = seconds_since(start);
+  double samples = double(job.data.train->size()) * double(epochs);
+  save_safetensors((dir / "model.safetensors").string(), state_dict(*job.model));
+  spdlog::info("\n\nTraining completed.\n");
+  spdlog::info("{}", python_dict({{"train_runtime", std::round(runtime * 1e4) / 1e4},
+                                  {"train_samples_per_second", std::round(samples / runtime * 1e3) / 1e3},
+                                  {"train_steps_per_second", std::round(double(step) / runtime * 1e3) / 1e3},
+                                  {"train_loss", loss_total / double(std::max<int64_t>(step, 1))},
+                                  {"epoch", double(epochs)}}));
+  metrics.write({{"step", step}, {"epoch", double(epochs)}, {"train_runtime", runtime},
+                 {"train_samples_per_second", samples / runtime}, {"train_loss", loss_total / double(std::max<int64_t>(step, 1))},
+                 {"data_wait_s", data_wait}});
+  spdlog::info("Saved {}", (dir / "model.safetensors").string());
+  return last_eval;
+}
+
+}  // namespace trainrun

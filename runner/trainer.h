@@ -1,0 +1,29 @@
+// The train/eval loop: Trainer-like banner, log lines, metrics.jsonl and the run folder.
+#pragma once
+
+#include "runner/job.h"
+
+#include <map>
+#include <string>
+
+namespace trainrun {
+
+class DataLoader;
+
+// A failure after the run started (NaN loss, a broken file mid-epoch): exit code 1.
+struct TrainingError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct EvalResult {
+  std::map<std::string, double> metrics;  // eval_loss, eval_accuracy, eval_top5, ...
+  int64_t examples = 0;
+};
+
+// One pass over `loader` in eval mode; counts every example once.
+EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job);
+
+// Trains as the recipe says and writes the run folder. Returns the last evaluation.
+EvalResult train(Job& job);
+
+}  // namespace trainrun

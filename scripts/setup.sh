@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages trainrun builds and runs with (and, with --test, what the tests
+# compare against). Quick when everything is already there.
+set -euo pipefail
+packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libtorch-dev libgloo-dev libyaml-cpp-dev
+          nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libopenblas0-openmp
+          dataset-fashion-mnist)
+if [ "${1:-}" = "--test" ]; then
+  packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "setup: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
