@@ -193,8 +193,9 @@ class Loader {
     for (const std::string& key : extra)
       if (node && node[key]) out[key] = node[key];
     for (const Param& p : schema.params()) {
-      Node v = node && node.IsMap() ? node[p.name] : Node();
-      if (!v) {
+      bool given = node && node.IsMap() && node[p.name];
+      Node v = given ? node[p.name] : Node();
+      if (!given) {
         if (p.required) fail(join(path, p.name), node, "missing (" + p.doc + ")");
         out[p.name] = YAML::Clone(p.default_value);
         continue;

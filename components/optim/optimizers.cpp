@@ -43,16 +43,16 @@ std::shared_ptr<torch::optim::Optimizer> make(const Config& c, const NamedParame
   return std::make_shared<Optim>(groups, options);
 }
 
-Schema common(double lr, double weight_decay) {
+Schema common(const char* lr, const char* weight_decay) {
   return Schema()
-      .add("lr", Type::Float, YAML::Node(lr), "learning rate").above(0)
-      .add("weight_decay", Type::Float, YAML::Node(weight_decay), "weight decay (L2 for sgd/adam, decoupled for adamw)").min(0)
+      .add("lr", Type::Float, yaml(lr), "learning rate").above(0)
+      .add("weight_decay", Type::Float, yaml(weight_decay), "weight decay (L2 for sgd/adam, decoupled for adamw)").min(0)
       .add("no_decay", Type::StringList, yaml("[]"),
            "parameters with zero weight decay: `bias`, `norm` (1-D weights) or globs");
 }
 
-Schema adam_schema(double weight_decay) {
-  return common(1e-3, weight_decay)
+Schema adam_schema(const char* weight_decay) {
+  return common("1e-3", weight_decay)
       .add("betas", Type::FloatList, yaml("[0.9, 0.999]"), "(beta1, beta2)").range(0, 1)
       .add("eps", Type::Float, yaml("1e-8"), "term added to the denominator").above(0)
       .add("amsgrad", Type::Bool, yaml("false"), "use the AMSGrad variant");
@@ -72,7 +72,7 @@ Options adam_options(const Config& c) {
 }  // namespace
 
 TRAINRUN_REGISTER(torch::optim::Optimizer, "sgd", "stochastic gradient descent (torch.optim.SGD)",
-                  common(1e-2, 0.0)
+                  common("0.01", "0.0")
                       .add("momentum", Type::Float, yaml("0.0"), "momentum factor").min(0)
                       .add("dampening", Type::Float, yaml("0.0"), "dampening for momentum").min(0)
                       .add("nesterov", Type::Bool, yaml("false"), "Nesterov momentum"),
@@ -87,13 +87,13 @@ TRAINRUN_REGISTER(torch::optim::Optimizer, "sgd", "stochastic gradient descent (
                     return make<torch::optim::SGD>(c, params, o);
                   });
 
-TRAINRUN_REGISTER(torch::optim::Optimizer, "adam", "Adam (torch.optim.Adam; weight_decay is L2)", adam_schema(0.0),
+TRAINRUN_REGISTER(torch::optim::Optimizer, "adam", "Adam (torch.optim.Adam; weight_decay is L2)", adam_schema("0.0"),
                   [](const Config& c, const NamedParameters& params) {
                     return make<torch::optim::Adam>(c, params, adam_options<torch::optim::AdamOptions>(c));
                   });
 
 TRAINRUN_REGISTER(torch::optim::Optimizer, "adamw", "AdamW (torch.optim.AdamW; decoupled weight decay)",
-                  adam_schema(1e-2), [](const Config& c, const NamedParameters& params) {
+                  adam_schema("0.01"), [](const Config& c, const NamedParameters& params) {
                     return make<torch::optim::AdamW>(c, params, adam_options<torch::optim::AdamWOptions>(c));
                   });
 

@@ -1,0 +1,86 @@
+// The command line as a user meets it: exit codes and one-line errors (SPEC §1, §7).
+#include "test_util.h"
+
+namespace trainrun {
+namespace {
+
+using test::run;
+using test::trainrun;
+
+TEST(Cli, MisspeltOverrideExits2WithOneLineNamingKeyAndSuggestion) {
+  auto r = run(trainrun("check " + test::source("recipes/quickstart.yaml") + " optimizer.lrr=1"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("optimizer.lrr"), std::string::npos);
+  EXPECT_NE(r.err.find("did you mean 'lr'?"), std::string::npos);
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(Cli, MisspeltSectionNamesFileLineAndColumn) {
+  test::TempDir dir;
+  std::string recipe = test::read_file(test::source("recipes/quickstart.yaml"));
+  auto at = recipe.find("optimizer:");
+  ASSERT_NE(at, std::string::npos);
+  recipe.replace(at, 10, "optimzer:");
+  int line = 1 + int(std::count(recipe.begin(), recipe.begin() + long(at), '\n'));
+  test::write_file(dir / "r.yaml", recipe);
+  auto r = run(trainrun("check " + (dir / "r.yaml")));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, (dir / "r.yaml") + ":" + std::to_string(line) + ":1: optimzer: unknown key (did you mean 'optimizer'?)\n");
+}
+
+TEST(Cli, BadInputBeforeTheRunExits2AndWritesNothing) {
+  test::TempDir dir;
+  std::string base = test::source("recipes/quickstart.yaml") + " output.dir=" + (dir / "run") + " ";
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"data.dataset.root=" + (dir / "missing"), (dir / "missing") + ": no such folder"},
+      {"precision=fp16", "precision: fp16 needs a CUDA device (this run is on cpu); use bf16 or fp32 on CPU"},
+      {"world.device=cuda", "world.device: cuda was asked for but no CUDA device is available"},
+      {"model.pretrained=" + (dir / "absent.safetensors"), (dir / "absent.safetensors") + ": no such file"},
+      {"'freeze=[{params: \"*\", trainable: false}]'", "freeze: the rules leave no parameter trainable"},
+      {"'data.train_transforms=[to_tensor, {normalize: {mean: [0.5, 0.5], std: [1, 1]}}]' data.max_train_samples=1",
+       ""},
+  };
+  for (auto& c : cases) {
+    auto r = run(trainrun(base + c.args));
+    if (c.expect.empty()) continue;
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err, c.expect + "\n") << c.args;
+  }
+  for (auto& c : cases) {
+    if (!c.expect.empty()) continue;
+    auto r = run(trainrun(base + c.args));
+    EXPECT_EQ(r.code, 1) << r.err;  // a transform that fails inside the run: exit 1, naming rank 0
+    EXPECT_NE(r.err.find("rank 0: normalize: 2 means for an image with 1 channels"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, VersionHelpAndUnknownCommands) {
+  auto r = run(trainrun("--version"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("trainrun 0."), std::string::npos);
+  r = run(trainrun("--help"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("check"), std::string::npos);
+  r = run(trainrun("check"));
+  EXPECT_EQ(r.code, 2);
+  r = run(trainrun("nosuch.yaml"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "nosuch.yaml: no such recipe file\n");
+}
+
+TEST(Cli, CheckPrintsResolvedRecipeCountsAndLayout) {
+  if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto r = run(trainrun("check " + test::source("recipes/quickstart.yaml") + " world.threads_per_proc=1"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"name: quickstart", "mean: [0.1307]", "num_classes: 10",
+                             "model: basicnet, 1,199,882 parameters, 1,199,882 trainable",
+                             "60,000 train / 10,000 test examples", "Ankle boot: 6000",
+                             "steps per epoch: 938 (batch 64 x 1 process)", "1 node x 1 process, 1 threads per process"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+}  // namespace
+}  // namespace trainrun

@@ -1,0 +1,98 @@
+// End to end: the trainrun binary on a Fashion-MNIST subset, its run folder, and the weights it
+// writes read back by PyTorch itself.
+#include "test_util.h"
+
+#include <nlohmann/json.hpp>
+
+namespace trainrun {
+namespace {
+
+using nlohmann::json;
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> out;
+  std::istringstream in(test::read_file(path));
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  test::TempDir dir;
+  std::string common = test::source("recipes/quickstart.yaml") + " data.max_train_samples=2000 data.max_eval_samples=1000 "
+                       "train.log_every_steps=4 data.workers=2 ";
+};
+
+TEST_F(EndToEnd, LossFallsAndAccuracyBeatsChance) {
+  auto r = test::run(test::trainrun(common + "train.epochs=2 output.dir=" + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("***** Running training *****"), std::string::npos);
+  EXPECT_NE(r.out.find("Total optimization steps = 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{'loss': "), std::string::npos);
+  EXPECT_NE(r.out.find("{'eval_loss': "), std::string::npos);
+
+  auto lines = read_jsonl(dir / "run/metrics.jsonl");
+  std::vector<double> losses;
+  std::vector<json> evals;
+  for (auto& l : lines) {
+    ASSERT_TRUE(l.contains("step") && l.contains("epoch")) << l.dump();
+    if (l.contains("loss")) losses.push_back(l["loss"]);
+    if (l.contains("eval_loss")) evals.push_back(l);
+  }
+  ASSERT_EQ(losses.size(), 16u);  // 64 steps, logged every 4
+  EXPECT_LT(losses.back(), 0.75 * losses.front());
+  ASSERT_EQ(evals.size(), 2u);  // once per epoch
+  EXPECT_EQ(evals[0]["step"], 32);
+  EXPECT_EQ(evals[1]["eval_examples"], 1000);
+  EXPECT_GT(evals[1]["eval_accuracy"].get<double>(), 0.5);  // chance is 0.1
+  EXPECT_LT(evals[1]["eval_loss"].get<double>(), evals[0]["eval_loss"].get<double>());
+
+  for (const char* f : {"recipe.resolved.yaml", "labels.json", "train.log", "metrics.jsonl", "model.safetensors"})
+    EXPECT_TRUE(std::filesystem::exists(dir / ("run/" + std::string(f)))) << f;
+  auto labels = json::parse(test::read_file(dir / "run/labels.json"));
+  EXPECT_EQ(labels["9"], "Ankle boot");
+  EXPECT_NE(test::read_file(dir / "run/train.log").find("Running training"), std::string::npos);
+
+  // The resolved recipe runs again as is, and `check` accepts it.
+  auto again = test::run(test::trainrun("check " + (dir / "run/recipe.resolved.yaml")));
+  EXPECT_EQ(again.code, 0) << again.err;
+
+  // PyTorch's own Net loads the weights with strict=True and gets the same evaluation.
+  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/basicnet_eval.py") + " " +
+                      (dir / "run/model.safetensors") + " " + test::kFashionMnist + " 1000");
+  ASSERT_EQ(py.code, 0) << py.err;
+  auto ref = json::parse(py.out);
+  EXPECT_DOUBLE_EQ(ref["eval_accuracy"].get<double>(), evals[1]["eval_accuracy"].get<double>());
+  EXPECT_NEAR(ref["eval_loss"].get<double>(), evals[1]["eval_loss"].get<double>(), 1e-5);
+}
+
+TEST_F(EndToEnd, SameSeedSameLosses) {
+  std::string args = common + "data.max_train_samples=640 train.eval_every=never ";
+  ASSERT_EQ(test::run(test::trainrun(args + "output.dir=" + (dir / "a"))).code, 0);
+  ASSERT_EQ(test::run(test::trainrun(args + "data.workers=0 output.dir=" + (dir / "b"))).code, 0);
+  auto a = read_jsonl(dir / "a/metrics.jsonl"), b = read_jsonl(dir / "b/metrics.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i + 1 < a.size(); ++i) EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << i;
+  EXPECT_EQ(test::read_file(dir / "a/model.safetensors"), test::read_file(dir / "b/model.safetensors"));
+}
+
+TEST_F(EndToEnd, EvalCommandReadsTheSavedWeights) {
+  ASSERT_EQ(test::run(test::trainrun(common + "data.max_train_samples=640 output.dir=" + (dir / "run"))).code, 0);
+  auto evals = read_jsonl(dir / "run/metrics.jsonl");
+  double acc = -1;
+  for (auto& l : evals)
+    if (l.contains("eval_accuracy")) acc = l["eval_accuracy"];
+  auto r = test::run(test::trainrun("eval " + test::source("recipes/quickstart.yaml") +
+                                    " data.max_eval_samples=1000 --checkpoint " + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ostringstream expect;
+  expect << "'eval_accuracy': " << acc;
+  EXPECT_NE(r.out.find(expect.str()), std::string::npos) << r.out << " vs " << acc;
+  EXPECT_NE(r.out.find("'eval_examples': 1000.0"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace trainrun

@@ -1,0 +1,77 @@
+// Helpers shared by the tests: temp folders, running the trainrun binary, small files.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace trainrun::test {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system temp dir, removed when the test ends.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "trainrun-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_file(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs a shell command line; captures exit code, stdout and stderr.
+inline RunResult run(const std::string& command) {
+  TempDir tmp;
+  std::string cmd = command + " >" + (tmp / "out") + " 2>" + (tmp / "err");
+  int status = std::system(cmd.c_str());
+  RunResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(tmp / "out");
+  r.err = read_file(tmp / "err");
+  return r;
+}
+
+inline std::string trainrun(const std::string& args) { return std::string(TRAINRUN_BINARY) + " " + args; }
+inline std::string source(const std::string& rel) { return std::string(TRAINRUN_SOURCE_DIR) + "/" + rel; }
+
+constexpr const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
+constexpr const char* kPython = "/usr/bin/python3";
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace trainrun::test
