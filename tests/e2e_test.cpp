@@ -1,6 +1,10 @@
 // End to end: the trainrun binary on a Fashion-MNIST subset, its run folder, and the weights it
 // writes read back by PyTorch itself.
+#include "runner/job.h"
+#include "runner/safetensors.h"
 #include "test_util.h"
+
+#include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
 
@@ -92,6 +96,28 @@ TEST_F(EndToEnd, EvalCommandReadsTheSavedWeights) {
   expect << "'eval_accuracy': " << acc;
   EXPECT_NE(r.out.find(expect.str()), std::string::npos) << r.out << " vs " << acc;
   EXPECT_NE(r.out.find("'eval_examples': 1000.0"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace trainrun
+
+namespace trainrun {
+namespace {
+
+TEST_F(EndToEnd, FrozenParametersStayBitIdenticalAndBf16Trains) {
+  auto r = test::run(test::trainrun(common + "precision=bf16 data.max_train_samples=640 'freeze=[{params: \"conv*\", trainable: false}]' "
+                                    "output.dir=" + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Number of trainable parameters = 1,181,066 (of 1,199,882)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("precision = bf16"), std::string::npos);
+  // The same recipe builds the same initial weights (seeded); frozen ones must not have moved.
+  Job initial = build_job(load_recipe(test::source("recipes/quickstart.yaml")));
+  TensorList trained = load_safetensors(dir / "run/model.safetensors");
+  auto init = initial.model->named_parameters();
+  for (auto& [name, value] : trained) {
+    bool frozen = name.rfind("conv", 0) == 0;
+    EXPECT_EQ(torch::equal(value, init[name]), frozen) << name;
+  }
 }
 
 }  // namespace
