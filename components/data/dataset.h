@@ -1,0 +1,60 @@
+// A dataset is an indexable list of (image, label) examples. Images come out as uint8 HWC
+// tensors (what a decoder gives); transforms take them from there.
+#pragma once
+
+#include "registry/registry.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainrun {
+
+struct Example {
+  at::Tensor image;  // uint8, H x W x C
+  int64_t label = 0;
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::size_t size() const = 0;
+  virtual Example get(std::size_t index) const = 0;  // thread-safe
+  virtual int64_t label(std::size_t index) const = 0;  // without decoding the image
+};
+
+// What a dataset entry builds: a train and an eval split, and the class names.
+struct DatasetSplits {
+  std::shared_ptr<const Dataset> train;
+  std::shared_ptr<const Dataset> eval;
+  std::vector<std::string> classes;
+  std::string eval_split_name = "test";
+};
+
+// Thrown for problems with the data on disk; the message names the file at fault.
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <>
+struct Kind<Dataset> {
+  static constexpr const char* name = "datasets";
+  using Factory = std::function<DatasetSplits(const Config&)>;
+};
+
+// The first `limit` examples of another dataset (data.max_train_samples & co).
+class Subset : public Dataset {
+ public:
+  Subset(std::shared_ptr<const Dataset> base, std::size_t limit) : base_(std::move(base)), size_(limit) {}
+  std::size_t size() const override { return size_; }
+  Example get(std::size_t i) const override { return base_->get(i); }
+  int64_t label(std::size_t i) const override { return base_->label(i); }
+
+ private:
+  std::shared_ptr<const Dataset> base_;
+  std::size_t size_;
+};
+
+}  // namespace trainrun

@@ -1,0 +1,59 @@
+// Batches from a dataset: decode + transform on `workers` threads, a bounded prefetch window,
+// batches in sampler order. Only the window's batches are ever held in memory.
+#pragma once
+
+#include "components/data/dataset.h"
+#include "components/data/sampler.h"
+#include "components/data/transform.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <deque>
+#include <future>
+#include <memory>
+#include <optional>
+
+namespace trainrun {
+
+class ThreadPool;
+
+struct Batch {
+  at::Tensor inputs;   // B x C x H x W float
+  at::Tensor targets;  // B int64
+};
+
+struct LoaderOptions {
+  int64_t batch_size = 64;
+  int64_t workers = 0;  // 0 = load on the calling thread
+  int64_t prefetch_batches_per_worker = 2;
+  bool drop_last = false;
+  ShardOptions shard;
+};
+
+class DataLoader {
+ public:
+  DataLoader(std::shared_ptr<const Dataset> dataset, Compose transforms, LoaderOptions options);
+  ~DataLoader();
+
+  // Starts an epoch (reshuffles with seed + epoch); `skip_batches` are not even decoded.
+  void start_epoch(int64_t epoch, int64_t skip_batches = 0);
+  std::optional<Batch> next();
+  int64_t batches_per_epoch() const;
+  int64_t examples_per_epoch() const;  // on this rank
+  const Dataset& dataset() const { return *dataset_; }
+
+ private:
+  Batch load(std::vector<int64_t> indices, int64_t epoch) const;
+  void fill();
+
+  std::shared_ptr<const Dataset> dataset_;
+  Compose transforms_;
+  LoaderOptions options_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<int64_t> order_;
+  int64_t epoch_ = 0;
+  int64_t next_batch_ = 0;  // next batch to schedule
+  std::deque<std::future<Batch>> pending_;
+};
+
+}  // namespace trainrun
