@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fnmatch.h>
 
+#include <cstdlib>
 #include <thread>
 
 namespace trainrun {
@@ -100,11 +101,17 @@ Job build_job(Recipe recipe) {
   YAML::Node root = job.recipe.root;
 
   YAML::Node world = root["world"];
-  if (world["threads_per_proc"].Scalar() == "auto")
-    world["threads_per_proc"] = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()));
+  if (world["threads_per_proc"].Scalar() == "auto") {
+    // torchrun's LOCAL_WORLD_SIZE when a launcher started us, else the recipe's layout.
+    const char* local = std::getenv("LOCAL_WORLD_SIZE");
+    int64_t procs = local ? std::max<int64_t>(1, std::atoll(local)) : world["nproc_per_node"].as<int64_t>();
+    world["threads_per_proc"] = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()) / procs);
+  }
   job.threads = world["threads_per_proc"].as<int64_t>();
   job.device = resolve_device(world["device"].as<std::string>());
   job.precision = resolve_precision(root["precision"].as<std::string>(), job.device);
+  if (world["backend"].as<std::string>() == "nccl" && job.device != "cuda")
+    throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
 
   const auto& dataset_entry = Registry<Dataset>::instance().get(root["data"]["dataset"]["name"].as<std::string>());
   job.data = dataset_entry.make(job.recipe.section("data.dataset"));

@@ -6,18 +6,25 @@
 
 namespace trainrun {
 
-void setup_console_logging() {
-  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
-  console->set_pattern("%^%v%$");
+namespace {
+int64_t g_rank = 0;
+}
+
+void setup_console_logging(int64_t rank) {
+  g_rank = rank;
+  std::shared_ptr<spdlog::sinks::sink> console;
+  if (rank == 0) console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
+  else console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  console->set_pattern(rank == 0 ? "%^%v%$" : fmt::format("[rank {}] %^%v%$", rank));
   auto logger = std::make_shared<spdlog::logger>("trainrun", console);
-  logger->set_level(spdlog::level::info);
+  logger->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
 }
 
 void add_log_file(const std::string& path) {
   auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false);
-  file->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
+  file->set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S] [%l] [rank {}] %v", g_rank));
   spdlog::default_logger()->sinks().push_back(file);
 }
 

@@ -1,6 +1,7 @@
 // Console + train.log through spdlog, and the Trainer-style `{'loss': ..}` lines.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,7 +9,8 @@
 namespace trainrun {
 
 // Console only until a run folder exists; then add_log_file() tees into train.log.
-void setup_console_logging();
+// Rank 0 logs everything; other ranks only warnings and errors, prefixed with their rank.
+void setup_console_logging(int64_t rank = 0);
 void add_log_file(const std::string& path);
 
 // A Python-dict rendering, as the Trainer prints its logs: {'loss': 0.4523, 'epoch': 0.11}.

@@ -1,7 +1,9 @@
 // trainrun's command line (SPEC §1). Exit codes: 0 done, 2 bad recipe or command line (nothing
 // started), 1 a run that failed after starting.
 #include "components/data/loader.h"
+#include "runner/accelerator.h"
 #include "runner/job.h"
+#include "runner/launcher.h"
 #include "runner/logging.h"
 #include "runner/recipe.h"
 #include "runner/trainer.h"
@@ -42,6 +44,19 @@ std::string class_counts(const Dataset& d, const std::vector<std::string>& class
   return s;
 }
 
+LaunchOptions launch_options(const YAML::Node& w) {
+  LaunchOptions o;
+  o.nproc_per_node = w["nproc_per_node"].as<int64_t>();
+  o.nnodes = w["nnodes"].as<int64_t>();
+  o.node_rank = w["node_rank"].as<int64_t>();
+  o.master_addr = w["master_addr"].as<std::string>();
+  o.master_port = w["master_port"].as<int64_t>();
+  o.init_method = w["init_method"].as<std::string>();
+  o.max_restarts = w["max_restarts"].as<int64_t>();
+  o.timeout_s = int64_t(w["timeout_s"].as<double>());
+  return o;
+}
+
 int cmd_check(const std::vector<std::string>& args) {
   Job job = load_job(args);
   const YAML::Node& root = job.recipe.root;
@@ -76,7 +91,8 @@ int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint
   o.workers = job.recipe.root["data"]["workers"].as<int64_t>();
   o.shard.shuffle = o.shard.pad = false;
   DataLoader loader(job.data.eval, job.eval_transforms, o);
-  EvalResult r = evaluate(*job.model, loader, *job.loss, job);
+  Accelerator acc(WorldInfo{}, accelerator_options(job));
+  EvalResult r = evaluate(*job.model, loader, *job.loss, job, acc);
   std::vector<std::pair<std::string, double>> shown(r.metrics.begin(), r.metrics.end());
   shown.emplace_back("eval_examples", double(r.examples));
   spdlog::info("{}", python_dict(shown));
@@ -164,6 +180,7 @@ int main(int argc, char** argv) {
   }
   setup_console_logging();
   bool started = false;
+  int64_t rank = 0;
   try {
     if (*list) return cmd_list(kind);
     if (*describe) return cmd_describe(component);
@@ -173,10 +190,22 @@ int main(int argc, char** argv) {
       std::cout << app.help();
       return 2;
     }
+    auto world = WorldInfo::from_env();  // set when a launcher (ours, torchrun, SLURM, mpirun) started us
+    if (world) {
+      rank = world->rank;
+      setup_console_logging(rank);
+    }
     Job job = load_job(args);
+    if (world || job.recipe.root["world"]["nproc_per_node"].as<int64_t>() * job.recipe.root["world"]["nnodes"].as<int64_t>() == 1) {
+      started = true;
+      train(job, world.value_or(WorldInfo{}));
+      return 0;
+    }
+    LaunchOptions o = launch_options(job.recipe.root["world"]);
+    o.master_port = reserve_master_port(o);
+    std::vector<std::string> argv_copy(argv, argv + argc);
     started = true;
-    train(job);
-    return 0;
+    return launch(argv_copy, o);
   } catch (const RecipeError& e) {
     std::cerr << e.what() << "\n";
     return 2;
@@ -187,10 +216,11 @@ int main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return started ? 1 : 2;
   } catch (const TrainingError& e) {
-    std::cerr << "rank 0: " << e.what() << "\n";
+    std::cerr << "rank " << rank << ": " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "rank 0: " << e.what() << "\n";
+    std::string what = e.what();
+    std::cerr << "rank " << rank << ": " << what.substr(0, what.find("\nException raised from")) << "\n";
     return 1;
   }
 }

@@ -64,6 +64,19 @@ std::map<std::string, Schema> make_sections() {
                    .choices({"accuracy", "top5"});
   s["output"] = Schema().add("dir", Type::Path, Node("runs/${name}"), "run folder");
   s["world"] = Schema()
+                   .add("nproc_per_node", Type::Int, yaml("1"), "worker processes on this node (torchrun --nproc_per_node)").min(1)
+                   .add("nnodes", Type::Int, yaml("1"), "nodes in the world; run the same command on each").min(1)
+                   .add("node_rank", Type::Int, yaml("0"), "this node's index, 0 .. nnodes-1").min(0)
+                   .add("master_addr", Type::String, yaml("127.0.0.1"), "address of node 0, where rank 0 hosts the rendezvous")
+                   .add("master_port", Type::Int, yaml("29500"), "rendezvous port on node 0; 0 = any free port (one node only)")
+                   .range(0, 65535)
+                   .add("init_method", Type::String, yaml("env"),
+                        "env (TCPStore at master_addr:master_port) | file:///shared/path (FileStore)")
+                   .add("backend", Type::String, yaml("auto"), "gloo | nccl | auto (nccl on CUDA, gloo on CPU)")
+                   .choices({"gloo", "nccl", "auto"})
+                   .add("timeout_s", Type::Float, yaml("60"), "process-group timeout: a dead rank stops the others within it")
+                   .above(0)
+                   .add("max_restarts", Type::Int, yaml("0"), "relaunch the whole world this many times after a failure").min(0)
                    .add("device", Type::String, Node("auto"), "cpu | cuda | auto (cuda when available)")
                    .choices({"cpu", "cuda", "auto"})
                    .add("threads_per_proc", Type::Int, Node("auto"), "intra-op threads; auto = cores / local processes")
@@ -116,6 +129,7 @@ class Loader {
 
     if (root["name"].IsNull()) root["name"] = fs::path(file_).stem().string();
     interpolate(root, "", root);
+    check_world(root["world"]);
     return Recipe{file_, root};
   }
 
@@ -132,6 +146,14 @@ class Loader {
     if (at && at.Mark().line >= 0 && !at.Mark().is_null())
       return file_ + ":" + std::to_string(at.Mark().line + 1) + ":" + std::to_string(at.Mark().column + 1);
     return file_;
+  }
+
+  void check_world(const Node& w) {
+    if (w["node_rank"].as<int64_t>() >= w["nnodes"].as<int64_t>())
+      fail("world.node_rank", w["node_rank"], "must be below world.nnodes (" + w["nnodes"].as<std::string>() + ")");
+    std::string init = w["init_method"].as<std::string>();
+    if (init != "env" && init.rfind("file://", 0) != 0)
+      fail("world.init_method", w["init_method"], "expected `env` or file:///path, got '" + init + "'");
   }
 
   void apply_override(Node root, const std::string& text) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace trainrun {
 
@@ -83,15 +84,24 @@ void write_text(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job) {
+AcceleratorOptions accelerator_options(const Job& job) {
+  const YAML::Node& w = job.recipe.root["world"];
+  AcceleratorOptions o;
+  o.backend = w["backend"].as<std::string>();
+  o.device = job.device;
+  o.timeout = std::chrono::milliseconds(int64_t(w["timeout_s"].as<double>() * 1000));
+  return o;
+}
+
+EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc) {
   auto start = Clock::now();
   torch::NoGradGuard no_grad;
   model.eval();
-  double loss_sum = 0;
-  int64_t correct = 0, top5 = 0, n = 0;
+  // Sums, not means, so ranks with shards of different sizes combine exactly.
+  double loss_sum = 0, correct = 0, top5 = 0, n = 0;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
-    at::Tensor x = batch->inputs.to(job.device), y = batch->targets.to(job.device);
+    at::Tensor x = batch->inputs.to(acc.device()), y = batch->targets.to(acc.device());
     at::Tensor out;
     {
       Autocast autocast(job.precision);
@@ -99,45 +109,53 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     }
     out = out.to(at::kFloat);
     loss_sum += loss(out, y, model.outputs_log_probs()).item<double>() * double(y.size(0));
-    correct += out.argmax(1).eq(y).sum().item<int64_t>();
+    correct += double(out.argmax(1).eq(y).sum().item<int64_t>());
     int64_t k = std::min<int64_t>(5, out.size(1));
-    top5 += std::get<1>(out.topk(k, 1)).eq(y.unsqueeze(1)).any(1).sum().item<int64_t>();
-    n += y.size(0);
+    top5 += double(std::get<1>(out.topk(k, 1)).eq(y.unsqueeze(1)).any(1).sum().item<int64_t>());
+    n += double(y.size(0));
   }
+  at::Tensor totals = acc.reduce_sum(at::tensor({loss_sum, correct, top5, n}, at::kDouble));
+  auto t = totals.accessor<double, 1>();
   double runtime = seconds_since(start);
   EvalResult r;
-  r.examples = n;
-  r.metrics["eval_loss"] = n ? loss_sum / double(n) : NAN;
-  r.metrics["eval_accuracy"] = n ? double(correct) / double(n) : NAN;
-  r.metrics["eval_top5"] = n ? double(top5) / double(n) : NAN;
+  r.examples = int64_t(t[3]);
+  r.metrics["eval_loss"] = t[3] > 0 ? t[0] / t[3] : NAN;
+  r.metrics["eval_accuracy"] = t[3] > 0 ? t[1] / t[3] : NAN;
+  r.metrics["eval_top5"] = t[3] > 0 ? t[2] / t[3] : NAN;
   r.metrics["eval_runtime"] = runtime;
-  r.metrics["eval_samples_per_second"] = double(n) / runtime;
+  r.metrics["eval_samples_per_second"] = t[3] / runtime;
   return r;
 }
 
-EvalResult train(Job& job) {
+EvalResult train(Job& job, const WorldInfo& world) {
   const YAML::Node& root = job.recipe.root;
   const YAML::Node& tcfg = root["train"];
   at::set_num_threads(int(job.threads));
-  torch::manual_seed(root["seed"].as<uint64_t>());
+  Accelerator acc(world, accelerator_options(job));
+  const bool main_process = acc.is_main_process();
 
   fs::path dir = root["output"]["dir"].as<std::string>();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw TrainingError(dir.string() + ": cannot create the run folder: " + ec.message());
-  write_text(dir / "recipe.resolved.yaml", job.recipe.dump());
-  nlohmann::ordered_json labels;
-  for (std::size_t i = 0; i < job.data.classes.size(); ++i) labels[std::to_string(i)] = job.data.classes[i];
-  write_text(dir / "labels.json", labels.dump(2) + "\n");
-  std::filesystem::remove(dir / "metrics.jsonl");
+  std::optional<MetricsFile> metrics;
+  if (main_process) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw TrainingError(dir.string() + ": cannot create the run folder: " + ec.message());
+    write_text(dir / "recipe.resolved.yaml", job.recipe.dump());
+    nlohmann::ordered_json labels;
+    for (std::size_t i = 0; i < job.data.classes.size(); ++i) labels[std::to_string(i)] = job.data.classes[i];
+    write_text(dir / "labels.json", labels.dump(2) + "\n");
+    std::filesystem::remove(dir / "metrics.jsonl");
+    metrics.emplace((dir / "metrics.jsonl").string());
+  }
+  acc.wait_for_everyone();  // the run folder exists before any rank logs into it
   add_log_file((dir / "train.log").string());
-  MetricsFile metrics((dir / "metrics.jsonl").string());
-  for (auto& note : job.notes) spdlog::warn("{}", note);
+  if (main_process)
+    for (auto& note : job.notes) spdlog::warn("{}", note);
 
-  job.model->to(job.device);
+  auto ddp = acc.prepare(job.model);
   auto optimizer = build_optimizer(job);
-  DataLoader train_loader(job.data.train, job.train_transforms, loader_options(job, true));
-  DataLoader eval_loader(job.data.eval, job.eval_transforms, loader_options(job, false));
+  DataLoader train_loader(job.data.train, job.train_transforms, acc.prepare(loader_options(job, true), true));
+  DataLoader eval_loader(job.data.eval, job.eval_transforms, acc.prepare(loader_options(job, false), false));
   const int64_t epochs = tcfg["epochs"].as<int64_t>();
   const int64_t steps_per_epoch = train_loader.batches_per_epoch();
   const int64_t total_steps = steps_per_epoch * epochs;
@@ -145,21 +163,26 @@ EvalResult train(Job& job) {
   const int64_t log_every = tcfg["log_every_steps"].as<int64_t>();
   const std::string eval_every = tcfg["eval_every"].as<std::string>();
   const int64_t batch = root["data"]["batch_size"].as<int64_t>();
+  // Dropout and other in-model randomness: the same seed on every rank, as a PyTorch script
+  // that calls torch.manual_seed(seed) before training.
+  torch::manual_seed(root["seed"].as<uint64_t>());
 
   spdlog::info("***** Running training *****");
   spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
   spdlog::info("  Num Epochs = {}", epochs);
   spdlog::info("  Instantaneous batch size per device = {}", batch);
-  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch);
+  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch * acc.world_size());
   spdlog::info("  Gradient Accumulation steps = 1");
   spdlog::info("  Total optimization steps = {}", thousands(total_steps));
   spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
                thousands(job.total_parameters()));
-  spdlog::info("  World = 1 node x 1 process, {} threads per process", job.threads);
-  spdlog::info("  Device = {}, precision = {}", job.device, job.precision);
+  spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}), {} threads per process",
+               world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
+               acc.backend(), world.launcher, job.threads);
+  spdlog::info("  Device = {}, precision = {}", acc.device().str(), job.precision);
 
   auto run_eval = [&](int64_t step, double epoch) {
-    EvalResult r = evaluate(*job.model, eval_loader, *job.loss, job);
+    EvalResult r = evaluate(ddp->module(), eval_loader, *job.loss, job, acc);
     std::vector<std::pair<std::string, double>> shown;
     nlohmann::ordered_json line{{"step", step}, {"epoch", epoch}};
     for (const char* key : {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"}) {
@@ -172,8 +195,8 @@ EvalResult train(Job& job) {
     line["eval_examples"] = r.examples;
     shown.emplace_back("epoch", std::round(epoch * 100) / 100);
     spdlog::info("{}", python_dict(shown));
-    metrics.write(line);
-    job.model->train();
+    if (metrics) metrics->write(line);
+    ddp->module().train();
     return r;
   };
 
@@ -183,26 +206,26 @@ EvalResult train(Job& job) {
   EvalResult last_eval;
   bool evaluated_at_end = false;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    job.model->train();
+    ddp->module().train();
     train_loader.start_epoch(epoch);
     for (;;) {
       auto wait_start = Clock::now();
       auto b = train_loader.next();
       data_wait += seconds_since(wait_start);
       if (!b) break;
-      at::Tensor x = b->inputs.to(job.device), y = b->targets.to(job.device);
+      at::Tensor x = b->inputs.to(acc.device()), y = b->targets.to(acc.device());
       optimizer->zero_grad();
       at::Tensor out;
       {
         Autocast autocast(job.precision);
-        out = job.model->forward(x);
+        out = ddp->forward(x);
       }
-      at::Tensor loss = (*job.loss)(out.to(at::kFloat), y, job.model->outputs_log_probs());
+      at::Tensor loss = (*job.loss)(out.to(at::kFloat), y, ddp->module().outputs_log_probs());
       double value = loss.item<double>();
       if (!std::isfinite(value))
         throw TrainingError("step " + std::to_string(step + 1) + ": loss is " + std::to_string(value) +
                             "; stopping (lower the learning rate or check the data)");
-      loss.backward();
+      acc.backward(loss);
       optimizer->step();
       scheduler->step();
       ++step;
@@ -211,11 +234,12 @@ EvalResult train(Job& job) {
       double epoch_f = double(step) / double(steps_per_epoch);
       if (step % log_every == 0) {
         double lr = current_lr(*optimizer);
-        double mean = loss_since_log / double(since_log);
+        double mean = acc.mean(loss_since_log / double(since_log));  // the mean over ranks, as Trainer logs
         spdlog::info("{}", python_dict({{"loss", std::round(mean * 1e4) / 1e4}, {"learning_rate", lr},
                                         {"epoch", std::round(epoch_f * 100) / 100}}));
-        metrics.write({{"step", step}, {"epoch", epoch_f}, {"loss", mean}, {"learning_rate", lr},
-                       {"data_wait_s", data_wait}, {"elapsed_s", seconds_since(start)}});
+        if (metrics)
+          metrics->write({{"step", step}, {"epoch", epoch_f}, {"loss", mean}, {"learning_rate", lr},
+                          {"data_wait_s", data_wait}, {"elapsed_s", seconds_since(start)}});
         loss_since_log = 0, since_log = 0;
       }
       if (eval_every != "epoch" && eval_every != "never" && step % std::stoll(eval_every) == 0) {
@@ -232,16 +256,19 @@ EvalResult train(Job& job) {
 
   double runtime = seconds_since(start);
   double samples = double(job.data.train->size()) * double(epochs);
-  save_safetensors((dir / "model.safetensors").string(), state_dict(*job.model));
+  double train_loss = acc.mean(loss_total / double(std::max<int64_t>(step, 1)));
+  acc.wait_for_everyone();
+  if (!main_process) return last_eval;
+  save_safetensors((dir / "model.safetensors").string(), state_dict(ddp->module()));
   spdlog::info("\n\nTraining completed.\n");
   spdlog::info("{}", python_dict({{"train_runtime", std::round(runtime * 1e4) / 1e4},
                                   {"train_samples_per_second", std::round(samples / runtime * 1e3) / 1e3},
                                   {"train_steps_per_second", std::round(double(step) / runtime * 1e3) / 1e3},
-                                  {"train_loss", loss_total / double(std::max<int64_t>(step, 1))},
+                                  {"train_loss", train_loss},
                                   {"epoch", double(epochs)}}));
-  metrics.write({{"step", step}, {"epoch", double(epochs)}, {"train_runtime", runtime},
-                 {"train_samples_per_second", samples / runtime}, {"train_loss", loss_total / double(std::max<int64_t>(step, 1))},
-                 {"data_wait_s", data_wait}});
+  metrics->write({{"step", step}, {"epoch", double(epochs)}, {"train_runtime", runtime},
+                  {"train_samples_per_second", samples / runtime}, {"train_loss", train_loss},
+                  {"data_wait_s", data_wait}});
   spdlog::info("Saved {}", (dir / "model.safetensors").string());
   return last_eval;
 }

@@ -1,6 +1,7 @@
 // The train/eval loop: Trainer-like banner, log lines, metrics.jsonl and the run folder.
 #pragma once
 
+#include "runner/accelerator.h"
 #include "runner/job.h"
 
 #include <map>
@@ -20,10 +21,13 @@ struct EvalResult {
   int64_t examples = 0;
 };
 
-// One pass over `loader` in eval mode; counts every example once.
-EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job);
+// One pass over this rank's eval shard, summed over ranks: every example counts once.
+EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc);
 
-// Trains as the recipe says and writes the run folder. Returns the last evaluation.
-EvalResult train(Job& job);
+AcceleratorOptions accelerator_options(const Job& job);
+
+// Trains as the recipe says, as one rank of `world`; rank 0 writes the run folder.
+// Returns the last evaluation.
+EvalResult train(Job& job, const WorldInfo& world);
 
 }  // namespace trainrun

@@ -1,0 +1,112 @@
+// A small public API in the spirit of Hugging Face Accelerate, on c10d: the trainer uses it, and
+// a hand-written loop can too (examples/custom_loop/).
+//
+//   auto acc = trainrun::Accelerator::from_env();          // RANK/WORLD_SIZE/... or one process
+//   auto ddp = acc.prepare(model);                         // broadcast rank 0's state, DDP hooks
+//   auto opts = acc.prepare(loader_options, /*train=*/true);  // DistributedSampler shard
+//   ... at::Tensor loss = F(ddp->forward(x), y); acc.backward(loss); optimizer.step();
+//   at::Tensor all_preds = acc.gather_for_metrics(preds);  // every example exactly once
+#pragma once
+
+#include "components/data/loader.h"
+#include "components/models/model.h"
+
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace c10d {
+class ProcessGroup;
+class Reducer;
+}  // namespace c10d
+
+namespace trainrun {
+
+// Where this process sits in the world, as torchrun's environment variables say.
+struct WorldInfo {
+  int64_t rank = 0, local_rank = 0, world_size = 1, local_world_size = 1;
+  int64_t node_rank = 0, nnodes = 1;
+  std::string master_addr = "127.0.0.1";
+  int64_t master_port = 29500;
+  std::string init_method = "env";  // env (TCPStore at master) | file:///path (FileStore)
+  std::string launcher = "none";    // none | trainrun | torchrun | slurm | mpi
+
+  // From the environment of a launcher: ours or torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
+  // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), SLURM (SLURM_PROCID, SLURM_NTASKS,
+  // SLURM_LOCALID, first host of SLURM_NODELIST) or Open MPI (OMPI_COMM_WORLD_*).
+  // Empty when none is present.
+  static std::optional<WorldInfo> from_env();
+  bool distributed() const { return world_size > 1; }
+};
+
+struct AcceleratorOptions {
+  std::string backend = "auto";  // gloo | nccl | auto
+  std::string device = "auto";   // cpu | cuda | auto
+  std::chrono::milliseconds timeout{60000};
+  int64_t bucket_cap_mb = 25;    // DDP's bucket_cap_mb
+  bool broadcast_buffers = true;
+};
+
+// DistributedDataParallel for one module, on c10d's own Reducer: gradients are averaged in
+// buckets launched from autograd hooks as backward produces them; buffers follow rank 0.
+class DistributedModel {
+ public:
+  DistributedModel(std::shared_ptr<Classifier> module, c10::intrusive_ptr<c10d::ProcessGroup> group,
+                   const AcceleratorOptions& options);
+  ~DistributedModel();
+  at::Tensor forward(const at::Tensor& x);
+  // DDP's no_sync(): false for gradient-accumulation micro-steps.
+  void set_gradient_sync(bool on) { sync_ = on; }
+  Classifier& module() { return *module_; }
+  std::shared_ptr<Classifier> module_ptr() { return module_; }
+
+ private:
+  std::shared_ptr<Classifier> module_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::unique_ptr<c10d::Reducer> reducer_;
+  std::vector<at::Tensor> buffers_;
+  bool broadcast_buffers_;
+  bool sync_ = true;
+  bool synced_last_forward_ = true;  // DDP's require_forward_param_sync
+};
+
+class Accelerator {
+ public:
+  Accelerator(WorldInfo world, AcceleratorOptions options);
+  static Accelerator from_env(AcceleratorOptions options = {});
+  ~Accelerator();
+  Accelerator(Accelerator&&) noexcept;
+
+  const WorldInfo& world() const { return world_; }
+  int64_t rank() const { return world_.rank; }
+  int64_t world_size() const { return world_.world_size; }
+  bool is_main_process() const { return world_.rank == 0; }
+  c10::Device device() const { return device_; }
+  const std::string& backend() const { return backend_; }
+
+  // Moves the model to the device, broadcasts rank 0's parameters and buffers, and (when
+  // distributed) registers DDP's gradient hooks over the trainable parameters.
+  std::shared_ptr<DistributedModel> prepare(std::shared_ptr<Classifier> model);
+  // This rank's shard: DistributedSampler's (padded) for training, every example once for eval.
+  LoaderOptions prepare(LoaderOptions options, bool train) const;
+
+  void backward(const at::Tensor& loss) const;
+  // Concatenation over ranks along dim 0, in rank order (unequal lengths allowed).
+  at::Tensor gather_for_metrics(const at::Tensor& t) const;
+  // Sum over ranks (float64 on the host).
+  at::Tensor reduce_sum(const at::Tensor& t) const;
+  double mean(double value) const;
+  void wait_for_everyone() const;
+
+ private:
+  WorldInfo world_;
+  AcceleratorOptions options_;
+  c10::Device device_{c10::kCPU};
+  std::string backend_ = "none";
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+};
+
+}  // namespace trainrun
