@@ -2,7 +2,6 @@
 
 #include "runner/recipe.h"
 
-#include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -135,13 +135,14 @@ int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
   for (int64_t attempt = 0;; ++attempt) {
     Outcome out = run_world(argv, options, attempt);
     if (g_signal) {
-      spdlog::warn("trainrun: interrupted ({}); workers stopped", strsignal(g_signal));
+      std::fprintf(stderr, "trainrun: interrupted (%s); workers stopped\n", strsignal(g_signal));
       return 130;
     }
     if (out.failed_rank < 0) return 0;
-    spdlog::error("trainrun: rank {} {}", out.failed_rank, describe_status(out.status));
+    std::fprintf(stderr, "trainrun: rank %d %s\n", out.failed_rank, describe_status(out.status).c_str());
     if (attempt >= options.max_restarts) return 1;
-    spdlog::warn("trainrun: restarting the world (restart {} of {})", attempt + 1, options.max_restarts);
+    std::fprintf(stderr, "trainrun: restarting the world (restart %lld of %lld)\n", (long long)(attempt + 1),
+                 (long long)options.max_restarts);
   }
 }
 

@@ -1,0 +1,146 @@
+// Real processes over gloo on 127.0.0.1 with ports chosen free at run time.
+#include "runner/safetensors.h"
+
+#include "test_util.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace trainrun {
+namespace {
+
+using nlohmann::json;
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> out;
+  std::istringstream in(test::read_file(path));
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+class Distributed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  test::TempDir dir;
+  std::string recipe = test::source("recipes/quickstart.yaml");
+};
+
+// Two processes started by hand with torchrun's variables; the worker checks DDP's promises.
+TEST_F(Distributed, TorchrunStyleEnvironmentAndDdpInvariants) {
+  std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port());
+  auto r = test::run("bash -c '" + env + " RANK=1 LOCAL_RANK=1 " + DDP_WORKER_BINARY + " & p=$!; " + env +
+                     " RANK=0 LOCAL_RANK=0 " + DDP_WORKER_BINARY + "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("ddp_worker ok: world 2"), std::string::npos) << r.out << r.err;
+
+  // The trainrun binary itself as a torchrun worker.
+  env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port());
+  std::string args = recipe + " data.max_train_samples=256 data.max_eval_samples=100 output.dir=" + (dir / "tr");
+  r = test::run("bash -c '" + env + " RANK=1 LOCAL_RANK=1 " + TRAINRUN_BINARY + " " + args + " & p=$!; " + env +
+                " RANK=0 LOCAL_RANK=0 " + TRAINRUN_BINARY + " " + args + "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 node x 2 processes (gloo backend, launched by torchrun)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Total train batch size (w. parallel, distributed & accumulation) = 128"), std::string::npos);
+}
+
+// N steps with 2 ranks x batch 32 give the parameters of 1 rank x batch 64 (no dropout, no BN).
+TEST_F(Distributed, TwoRanksEqualOneRankWithTheCombinedBatch) {
+  std::string common = recipe + " model.dropout1=0 model.dropout2=0 'optimizer={name: sgd, lr: 0.05, momentum: 0.9}' "
+                       "data.max_train_samples=640 data.workers=0 train.eval_every=never world.master_port=0 ";
+  auto two = test::run(test::trainrun(common + "world.nproc_per_node=2 data.batch_size=32 output.dir=" + (dir / "two")));
+  ASSERT_EQ(two.code, 0) << two.err;
+  auto one = test::run(test::trainrun(common + "world.nproc_per_node=1 data.batch_size=64 output.dir=" + (dir / "one")));
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(two.out.find("Total optimization steps = 10"), std::string::npos) << two.out;
+  TensorList a = load_safetensors(dir / "two/model.safetensors"), b = load_safetensors(dir / "one/model.safetensors");
+  ASSERT_EQ(a.size(), b.size());
+  at::Tensor init = load_safetensors(dir / "one/model.safetensors")[0].second;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    double diff = (a[i].second - b[i].second).abs().max().item<double>();
+    EXPECT_LE(diff, 1e-5) << a[i].first;
+  }
+}
+
+// Eval over 2 ranks on an odd number of examples counts each once, and agrees with 1 process.
+TEST_F(Distributed, EvalCountsEveryExampleOnce) {
+  auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 data.max_train_samples=320 "
+                                    "data.max_eval_samples=1001 data.eval_batch_size=100 output.dir=" + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  json eval;
+  for (auto& l : read_jsonl(dir / "run/metrics.jsonl"))
+    if (l.contains("eval_examples")) eval = l;
+  EXPECT_EQ(eval["eval_examples"], 1001);
+  auto single = test::run(test::trainrun("eval " + recipe + " data.max_eval_samples=1001 --checkpoint " + (dir / "run")));
+  ASSERT_EQ(single.code, 0) << single.err;
+  std::ostringstream acc;
+  acc << "'eval_accuracy': " << std::setprecision(17) << eval["eval_accuracy"].get<double>();
+  EXPECT_NE(single.out.find(acc.str().substr(0, 22)), std::string::npos) << single.out << " vs " << acc.str();
+}
+
+TEST_F(Distributed, KilledRankEndsTheRunNamingIt) {
+  std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 train.log_every_steps=5 "
+                                   "world.timeout_s=30 output.dir=" + (dir / "run"));
+  // Start, wait for the first log line, SIGKILL rank 1, time how long the launcher takes to end.
+  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
+                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
+                     "for p in $(pgrep -P $L); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep -qx RANK=1 && kill -9 $p; done; " +
+                     "s=$(date +%s); wait $L; echo rc=$? secs=$(( $(date +%s) - s ))'");
+  std::string err = test::read_file(dir / "err");
+  EXPECT_NE(r.out.find("rc=1 "), std::string::npos) << r.out << err;
+  int secs = std::stoi(r.out.substr(r.out.find("secs=") + 5));
+  EXPECT_LT(secs, 90);
+  EXPECT_NE(err.find("trainrun: rank 1 was killed by signal 9"), std::string::npos) << err;
+}
+
+TEST_F(Distributed, MaxRestartsRelaunchesTheWorld) {
+  std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 world.max_restarts=1 "
+                                   "data.max_train_samples=6400 train.log_every_steps=5 output.dir=" + (dir / "run"));
+  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
+                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
+                     "for p in $(pgrep -P $L); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep -qx RANK=1 && kill -9 $p; done; " +
+                     "wait $L; echo rc=$?'");
+  std::string err = test::read_file(dir / "err");
+  EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << err;
+  EXPECT_NE(err.find("restarting the world (restart 1 of 1)"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/model.safetensors"));
+}
+
+TEST_F(Distributed, BusyPortIsABadInput) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::listen(fd, 1);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=" + std::to_string(port) +
+                                    " output.dir=" + (dir / "run")));
+  ::close(fd);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("world.master_port: port " + std::to_string(port) + " on 127.0.0.1 is not free"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+}
+
+}  // namespace
+}  // namespace trainrun
