@@ -10,6 +10,7 @@
 #include "runner/weights.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -57,11 +58,38 @@ LaunchOptions launch_options(const YAML::Node& w) {
   return o;
 }
 
-int cmd_check(const std::vector<std::string>& args) {
+// `check --schedule`: line `step lr [momentum]` is the state after `step` optimizer steps
+// (torch's get_last_lr() after that many scheduler.step() calls; step 0 is what the first
+// optimizer step uses), so the pairs match metrics.jsonl's step / learning_rate.
+void print_schedule(const Job& job, torch::optim::Optimizer& optimizer, Scheduler& scheduler, int64_t total) {
+  bool momentum = scheduler.cycles_momentum();
+  std::cout << "# " << job.recipe.root["scheduler"]["name"].as<std::string>() << ": step lr"
+            << (momentum ? " momentum" : "") << "\n";
+  for (int64_t s = 0; s <= total; ++s) {
+    if (s > 0) scheduler.step();
+    std::cout << fmt::format("{} {:.17g}", s, current_lr(optimizer));
+    if (momentum) std::cout << fmt::format(" {:.17g}", current_momentum(optimizer).value());
+    std::cout << "\n";
+  }
+}
+
+int cmd_check(const std::vector<std::string>& args, bool schedule) {
   Job job = load_job(args);
   const YAML::Node& root = job.recipe.root;
   int64_t batch = root["data"]["batch_size"].as<int64_t>();
-  int64_t steps = (int64_t(job.data.train->size()) + batch - 1) / batch;
+  const YAML::Node& w = root["world"];
+  int64_t nproc = w["nproc_per_node"].as<int64_t>(), nnodes = w["nnodes"].as<int64_t>(), world = nproc * nnodes;
+  // DistributedSampler's shard (padded), then batches of it, as the trainer counts them.
+  int64_t per_rank = (int64_t(job.data.train->size()) + world - 1) / world;
+  int64_t steps = (per_rank + batch - 1) / batch;
+  int64_t total = steps * root["train"]["epochs"].as<int64_t>();
+  // Built here too so that optimizer and scheduler mistakes surface before a run starts.
+  auto optimizer = build_optimizer(job);
+  auto scheduler = build_scheduler(job, *optimizer, total, steps);
+  if (schedule) {
+    print_schedule(job, *optimizer, *scheduler, total);
+    return 0;
+  }
   std::cout << "# resolved recipe (" << job.recipe.file << ")\n" << job.recipe.dump() << "\n";
   std::cout << "model: " << root["model"]["name"].as<std::string>() << ", " << thousands(job.total_parameters())
             << " parameters, " << thousands(job.trainable_parameters()) << " trainable\n";
@@ -71,10 +99,11 @@ int cmd_check(const std::vector<std::string>& args) {
   std::cout << "  train class counts: " << class_counts(*job.data.train, job.data.classes) << "\n";
   std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts(*job.data.eval, job.data.classes)
             << "\n";
-  std::cout << "steps per epoch: " << steps << " (batch " << batch << " x 1 process), total "
-            << steps * root["train"]["epochs"].as<int64_t>() << " optimizer steps\n";
-  std::cout << "world: 1 node x 1 process, " << job.threads << " threads per process, device " << job.device
-            << ", precision " << job.precision << "\n";
+  std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"
+            << (world > 1 ? "es" : "") << "), total " << total << " optimizer steps\n";
+  std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
+            << (nproc > 1 ? "es" : "") << ", backend " << w["backend"].as<std::string>() << ", " << job.threads
+            << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";
   return 0;
 }
@@ -164,6 +193,8 @@ int main(int argc, char** argv) {
   app.add_option("recipe", args, "RECIPE.yaml followed by key.path=value overrides");
   auto* check = app.add_subcommand("check", "validate, print the resolved recipe, build model and data (no training)");
   check->add_option("recipe", check_args, "RECIPE.yaml [key.path=value ...]")->required();
+  bool schedule = false;
+  check->add_flag("--schedule", schedule, "print `step lr [momentum]` for every optimizer step of the run instead");
   auto* eval = app.add_subcommand("eval", "evaluate a checkpoint folder or .safetensors file on the eval split");
   eval->add_option("recipe", eval_args, "RECIPE.yaml [key.path=value ...]")->required();
   eval->add_option("--checkpoint", checkpoint, "checkpoint folder or .safetensors file")->required();
@@ -184,7 +215,7 @@ int main(int argc, char** argv) {
   try {
     if (*list) return cmd_list(kind);
     if (*describe) return cmd_describe(component);
-    if (*check) return cmd_check(check_args);
+    if (*check) return cmd_check(check_args, schedule);
     if (*eval) return cmd_eval(eval_args, checkpoint);
     if (args.empty()) {
       std::cout << app.help();

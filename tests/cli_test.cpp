@@ -78,7 +78,7 @@ TEST(Cli, CheckPrintsResolvedRecipeCountsAndLayout) {
   for (const char* needle : {"name: quickstart", "mean: [0.1307]", "num_classes: 10",
                              "model: basicnet, 1,199,882 parameters, 1,199,882 trainable",
                              "60,000 train / 10,000 test examples", "Ankle boot: 6000",
-                             "steps per epoch: 938 (batch 64 x 1 process)", "1 node x 1 process, 1 threads per process"})
+                             "steps per epoch: 469 (batch 64 x 2 processes)", "1 node x 2 processes, backend auto, 1 threads per process"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
 }
 

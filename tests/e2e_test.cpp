@@ -27,7 +27,7 @@ class EndToEnd : public ::testing::Test {
   }
   test::TempDir dir;
   std::string common = test::source("recipes/quickstart.yaml") + " data.max_train_samples=2000 data.max_eval_samples=1000 "
-                       "train.log_every_steps=4 data.workers=2 ";
+                       "train.log_every_steps=4 data.workers=2 world.nproc_per_node=1 ";
 };
 
 TEST_F(EndToEnd, LossFallsAndAccuracyBeatsChance) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -67,6 +68,17 @@ inline std::string source(const std::string& rel) { return std::string(TRAINRUN_
 
 constexpr const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
 constexpr const char* kPython = "/usr/bin/python3";
+
+// The message of the `E` that `f` throws, or "(no error)".
+template <class E>
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline int count_lines(const std::string& s) {
   int n = 0;

@@ -10,14 +10,7 @@
 namespace trainrun {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const WeightsError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return test::error_of<WeightsError>(f); }
 
 std::shared_ptr<Classifier> basicnet(int64_t classes) {
   YAML::Node cfg = YAML::Load("{name: basicnet, in_channels: 1, dropout1: 0.25, dropout2: 0.5, pretrained: null}");

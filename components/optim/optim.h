@@ -4,8 +4,10 @@
 #include "registry/registry.h"
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,17 +33,40 @@ struct Kind<torch::optim::Optimizer> {
 std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> split_no_decay(
     const NamedParameters& params, const std::vector<std::string>& patterns);
 
-// A learning-rate schedule, stepped once per optimizer step (after optimizer.step()).
+// A learning-rate schedule, stepped once per optimizer step (after optimizer.step()), as
+// PyTorch's schedulers are. Subclasses give the lr (and momentum, for schedules that cycle it)
+// of a step in closed form; the base keeps the step count and each group's base lr (torch's
+// `initial_lr`, the group's lr when the scheduler was built).
 class Scheduler {
  public:
+  explicit Scheduler(torch::optim::Optimizer& optimizer);
   virtual ~Scheduler() = default;
-  // Sets every group's learning rate for optimizer step `step` (0-based).
-  virtual void apply(int64_t step) = 0;
-  void step() { apply(++steps_); }
+
+  // Sets every param group's lr (and momentum / beta1 when the schedule cycles it) for optimizer
+  // step `step`: 0 is the state right after construction, as torch's `last_epoch`.
+  void apply(int64_t step);
+  void step() { set_steps_done(steps_ + 1); }
   int64_t steps_done() const { return steps_; }
-  void set_steps_done(int64_t s) { steps_ = s; apply(s); }
+  void set_steps_done(int64_t s) {
+    apply(s);
+    steps_ = s;
+  }
+  bool cycles_momentum() const { return momentum(0).has_value(); }
+
+  // For checkpoints (scheduler.json): {"step", "base_lrs"}, as torch's state_dict keeps
+  // last_epoch and base_lrs (by then the optimizer's own lr is the scheduled one, not the base).
+  nlohmann::json state() const;
+  void load_state(const nlohmann::json& state);  // std::invalid_argument if it does not fit
+
+ protected:
+  // The lr at `step` of a group whose base lr is `base_lr`.
+  virtual double lr(int64_t step, double base_lr) const = 0;
+  // Momentum (SGD, RMSprop) or beta1 (Adam, AdamW) at `step`, for schedules that cycle it.
+  virtual std::optional<double> momentum(int64_t step) const { return std::nullopt; }
 
  private:
+  torch::optim::Optimizer& optimizer_;
+  std::vector<double> base_lrs_;
   int64_t steps_ = 0;
 };
 
@@ -58,6 +83,11 @@ struct Kind<Scheduler> {
 };
 
 double current_lr(const torch::optim::Optimizer& optimizer);  // group 0's
+// Group 0's momentum (SGD, RMSprop) or beta1 (Adam, AdamW); nullopt when the optimizer has neither.
+std::optional<double> current_momentum(const torch::optim::Optimizer& optimizer);
+// Sets every group's momentum or beta1 (torch's OneCycleLR does the same); false when the
+// optimizer has neither.
+bool set_momentum(torch::optim::Optimizer& optimizer, double value);
 
 class Loss {
  public:

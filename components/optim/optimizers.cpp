@@ -29,6 +29,37 @@ double current_lr(const torch::optim::Optimizer& optimizer) {
 
 namespace {
 
+// The options' momentum (SGD, RMSprop) or beta1 (Adam, AdamW): what torch's OneCycleLR cycles,
+// found as it looks for `momentum` or `betas` in the optimizer's defaults. nullptr if neither.
+double* momentum_of(torch::optim::OptimizerOptions& o) {
+  using namespace torch::optim;
+  if (auto* sgd = dynamic_cast<SGDOptions*>(&o)) return &sgd->momentum();
+  if (auto* rms = dynamic_cast<RMSpropOptions*>(&o)) return &rms->momentum();
+  if (auto* adam = dynamic_cast<AdamOptions*>(&o)) return &std::get<0>(adam->betas());
+  if (auto* adamw = dynamic_cast<AdamWOptions*>(&o)) return &std::get<0>(adamw->betas());
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<double> current_momentum(const torch::optim::Optimizer& optimizer) {
+  // Only read through the pointer; the lookup is shared with set_momentum.
+  auto& options = const_cast<torch::optim::OptimizerOptions&>(optimizer.param_groups().at(0).options());
+  const double* m = momentum_of(options);
+  return m ? std::optional<double>(*m) : std::nullopt;
+}
+
+bool set_momentum(torch::optim::Optimizer& optimizer, double value) {
+  for (auto& group : optimizer.param_groups()) {
+    double* m = momentum_of(group.options());
+    if (!m) return false;
+    *m = value;
+  }
+  return true;
+}
+
+namespace {
+
 // Builds the groups (decayed, zero-decay) with `Options` cloned from the recipe's settings.
 template <class Optim, class Options>
 std::shared_ptr<torch::optim::Optimizer> make(const Config& c, const NamedParameters& params, Options options) {

@@ -1,24 +1,176 @@
-// Learning-rate schedules, stepped per optimizer step as PyTorch's schedulers are.
+// Learning-rate schedules, stepped per optimizer step as PyTorch's schedulers are, each giving
+// torch.optim.lr_scheduler's numbers in closed form (no drift from torch's recursive updates
+// beyond rounding, and a resumed run lands on exactly the same lr).
 #include "components/optim/optim.h"
 
 #include <torch/optim.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
 namespace trainrun {
+
+Scheduler::Scheduler(torch::optim::Optimizer& optimizer) : optimizer_(optimizer) {
+  for (auto& g : optimizer.param_groups()) base_lrs_.push_back(g.options().get_lr());
+}
+
+void Scheduler::apply(int64_t step) {
+  auto& groups = optimizer_.param_groups();
+  std::optional<double> m = momentum(step);
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lr(step, base_lrs_.at(i)));
+  if (m) set_momentum(optimizer_, *m);
+}
+
+nlohmann::json Scheduler::state() const { return {{"step", steps_}, {"base_lrs", base_lrs_}}; }
+
+void Scheduler::load_state(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("step") || !state["step"].is_number_integer() ||
+      !state.contains("base_lrs") || !state["base_lrs"].is_array())
+    throw std::invalid_argument("scheduler state: expected {\"step\": int, \"base_lrs\": [float, ...]}");
+  auto base = state["base_lrs"].get<std::vector<double>>();
+  if (base.size() != optimizer_.param_groups().size())
+    throw std::invalid_argument("scheduler state: " + std::to_string(base.size()) + " base lrs for " +
+                                std::to_string(optimizer_.param_groups().size()) + " parameter groups");
+  base_lrs_ = std::move(base);
+  set_steps_done(state["step"].get<int64_t>());
+}
+
 namespace {
 
 // The recipe's optimizer lr, unchanged for the whole run.
 class Constant : public Scheduler {
  public:
-  explicit Constant(torch::optim::Optimizer& opt) : opt_(opt) {
-    for (auto& g : opt.param_groups()) base_.push_back(g.options().get_lr());
+  using Scheduler::Scheduler;
+
+ protected:
+  double lr(int64_t, double base_lr) const override { return base_lr; }
+};
+
+struct OneCycleOptions {
+  double max_lr = 0;
+  int64_t total_steps = 0;
+  double pct_start = 0.3;
+  bool cos = true;  // else linear
+  double div_factor = 25, final_div_factor = 1e4;
+  bool three_phase = false;
+  bool cycle_momentum = true;
+  double base_momentum = 0.85, max_momentum = 0.95;
+};
+
+// torch.optim.lr_scheduler.OneCycleLR: warm up from max_lr/div_factor to max_lr over pct_start
+// of the steps, then anneal to initial/final_div_factor (three_phase: back down to the initial
+// lr first), cycling momentum (or Adam's beta1) the other way. Like torch, every group starts
+// at max_lr/div_factor whatever the optimizer's lr is.
+class OneCycle : public Scheduler {
+ public:
+  OneCycle(torch::optim::Optimizer& opt, const OneCycleOptions& o, const std::string& path)
+      : Scheduler(opt), o_(o) {
+    const double initial = o.max_lr / o.div_factor, min = initial / o.final_div_factor;
+    const double total = double(o.total_steps);
+    // torch's phase boundaries, float arithmetic and all.
+    if (o.three_phase)
+      phases_ = {{o.pct_start * total - 1, initial, o.max_lr, o.max_momentum, o.base_momentum},
+                 {2 * o.pct_start * total - 2, o.max_lr, initial, o.base_momentum, o.max_momentum},
+                 {total - 1, initial, min, o.max_momentum, o.max_momentum}};
+    else
+      phases_ = {{o.pct_start * total - 1, initial, o.max_lr, o.max_momentum, o.base_momentum},
+                 {total - 1, o.max_lr, min, o.base_momentum, o.max_momentum}};
+    if (o.cycle_momentum && !current_momentum(opt))
+      throw std::invalid_argument(path + ".cycle_momentum: the optimizer has neither momentum nor betas to cycle; "
+                                         "set cycle_momentum: false");
+    // Only the first step and the last can land in a zero-length phase; torch divides by zero there.
+    for (int64_t s : {int64_t(0), o.total_steps})
+      if (!std::isfinite(locate(s).pct))
+        throw std::invalid_argument(path + ".pct_start: " + show(o.pct_start) + " of " + std::to_string(o.total_steps) +
+                                    " steps gives a phase of zero length (PyTorch's OneCycleLR divides by zero "
+                                    "here); change pct_start");
   }
-  void apply(int64_t) override {
-    for (std::size_t i = 0; i < base_.size(); ++i) opt_.param_groups()[i].options().set_lr(base_[i]);
+
+ protected:
+  double lr(int64_t step, double) const override {
+    auto [p, pct] = locate(step);
+    return anneal(p->start_lr, p->end_lr, pct);
+  }
+  std::optional<double> momentum(int64_t step) const override {
+    if (!o_.cycle_momentum) return std::nullopt;
+    auto [p, pct] = locate(step);
+    return anneal(p->start_momentum, p->end_momentum, pct);
   }
 
  private:
-  torch::optim::Optimizer& opt_;
-  std::vector<double> base_;
+  struct Phase {
+    double end_step, start_lr, end_lr, start_momentum, end_momentum;
+  };
+  struct Position {
+    const Phase* phase;
+    double pct;
+  };
+
+  Position locate(int64_t step) const {
+    if (step > o_.total_steps)
+      throw std::out_of_range("scheduler: onecycle was stepped to step " + std::to_string(step) + " of a " +
+                              std::to_string(o_.total_steps) + "-step schedule (scheduler.total_steps); " +
+                              "PyTorch's OneCycleLR raises here too");
+    double start = 0;
+    for (std::size_t i = 0; i < phases_.size(); ++i) {
+      const Phase& p = phases_[i];
+      if (double(step) <= p.end_step || i + 1 == phases_.size()) return {&p, (double(step) - start) / (p.end_step - start)};
+      start = p.end_step;
+    }
+    return {};  // unreachable: the last phase always matches
+  }
+
+  double anneal(double start, double end, double pct) const {
+    if (o_.cos) return end + (start - end) / 2.0 * (std::cos(M_PI * pct) + 1);
+    return (end - start) * pct + start;
+  }
+
+  static std::string show(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  }
+
+  OneCycleOptions o_;
+  std::vector<Phase> phases_;
+};
+
+// CosineAnnealingLR(T_max, eta_min), after an optional linear warm-up: the same numbers as
+// SequentialLR([LinearLR(warmup_start_factor, total_iters=warmup_steps), CosineAnnealingLR],
+// milestones=[warmup_steps]), the set-up of torchvision's classification reference.
+class Cosine : public Scheduler {
+ public:
+  Cosine(torch::optim::Optimizer& opt, int64_t t_max, double eta_min, int64_t warmup_steps, double start_factor)
+      : Scheduler(opt), t_max_(t_max), eta_min_(eta_min), warmup_(warmup_steps), start_factor_(start_factor) {}
+
+ protected:
+  double lr(int64_t step, double base_lr) const override {
+    if (step < warmup_)  // LinearLR's closed form, end_factor 1
+      return base_lr * (start_factor_ + (1.0 - start_factor_) * double(step) / double(warmup_));
+    double t = double(step - warmup_);
+    return eta_min_ + (base_lr - eta_min_) * (1 + std::cos(M_PI * t / double(t_max_))) / 2;
+  }
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+  int64_t warmup_;
+  double start_factor_;
+};
+
+// StepLR: the lr times gamma every `period` optimizer steps.
+class Step : public Scheduler {
+ public:
+  Step(torch::optim::Optimizer& opt, int64_t period, double gamma) : Scheduler(opt), period_(period), gamma_(gamma) {}
+
+ protected:
+  double lr(int64_t step, double base_lr) const override { return base_lr * std::pow(gamma_, double(step / period_)); }
+
+ private:
+  int64_t period_;
+  double gamma_;
 };
 
 }  // namespace
@@ -27,5 +179,68 @@ TRAINRUN_REGISTER(Scheduler, "constant", "the optimizer's lr for every step (tor
                   Schema(), [](const Config&, const ScheduleContext& ctx) {
                     return std::make_shared<Constant>(*ctx.optimizer);
                   });
+
+TRAINRUN_REGISTER(
+    Scheduler, "onecycle", "the 1cycle policy (torch.optim.lr_scheduler.OneCycleLR); ignores the optimizer's lr",
+    Schema()
+        .required("max_lr", Type::Float, "peak learning rate; the run starts at max_lr/div_factor").above(0)
+        .add("total_steps", Type::Int, yaml("null"), "steps in the cycle; null = the run's optimizer steps").min(1)
+        .add("pct_start", Type::Float, yaml("0.3"), "fraction of the cycle spent increasing the lr").range(0, 1)
+        .add("anneal_strategy", Type::String, yaml("cos"), "how the lr moves within a phase (cosine or straight line)").choices({"cos", "linear"})
+        .add("div_factor", Type::Float, yaml("25.0"), "initial lr = max_lr / div_factor").above(0)
+        .add("final_div_factor", Type::Float, yaml("1e4"), "final lr = initial lr / final_div_factor").above(0)
+        .add("three_phase", Type::Bool, yaml("false"), "go back down to the initial lr before the final annealing")
+        .add("cycle_momentum", Type::Bool, yaml("true"), "cycle SGD's momentum / Adam's beta1 inversely to the lr")
+        .add("base_momentum", Type::Float, yaml("0.85"), "momentum (beta1) at the peak lr").range(0, 1)
+        .add("max_momentum", Type::Float, yaml("0.95"), "momentum (beta1) at the lowest lr").range(0, 1),
+    [](const Config& c, const ScheduleContext& ctx) {
+      OneCycleOptions o;
+      o.max_lr = c.get<double>("max_lr");
+      o.total_steps = c.is_null("total_steps") ? ctx.total_steps : c.get<int64_t>("total_steps");
+      if (o.total_steps <= 0) throw std::invalid_argument(c.path() + ": the run has no optimizer steps to schedule");
+      if (o.total_steps < ctx.total_steps)
+        throw std::invalid_argument(c.path() + ".total_steps: " + std::to_string(o.total_steps) +
+                                    " is fewer than the run's " + std::to_string(ctx.total_steps) +
+                                    " optimizer steps (OneCycleLR cannot step past its total)");
+      o.pct_start = c.get<double>("pct_start");
+      o.cos = c.get<std::string>("anneal_strategy") == "cos";
+      o.div_factor = c.get<double>("div_factor");
+      o.final_div_factor = c.get<double>("final_div_factor");
+      o.three_phase = c.get<bool>("three_phase");
+      o.cycle_momentum = c.get<bool>("cycle_momentum");
+      o.base_momentum = c.get<double>("base_momentum");
+      o.max_momentum = c.get<double>("max_momentum");
+      return std::make_shared<OneCycle>(*ctx.optimizer, o, c.path());
+    });
+
+TRAINRUN_REGISTER(
+    Scheduler, "cosine",
+    "cosine annealing to eta_min (torch.optim.lr_scheduler.CosineAnnealingLR), after an optional linear warm-up",
+    Schema()
+        .add("t_max", Type::Int, yaml("null"), "steps from the lr to eta_min (after warm-up); null = to the end of the run").min(1)
+        .add("eta_min", Type::Float, yaml("0.0"), "lowest learning rate").min(0)
+        .add("warmup_steps", Type::Int, yaml("0"), "linear warm-up steps before the cosine (LinearLR); 0 = none").min(0)
+        .add("warmup_start_factor", Type::Float, yaml("0.01"), "warm-up starts at this fraction of the lr").above(0).max(1),
+    [](const Config& c, const ScheduleContext& ctx) {
+      int64_t warmup = c.get<int64_t>("warmup_steps");
+      int64_t t_max = c.is_null("t_max") ? ctx.total_steps - warmup : c.get<int64_t>("t_max");
+      if (t_max < 1 && warmup == 0) throw std::invalid_argument(c.path() + ": the run has no optimizer steps to schedule");
+      if (t_max < 1)
+        throw std::invalid_argument(c.path() + ".warmup_steps: " + std::to_string(warmup) + " leaves no step for " +
+                                    "the cosine (the run has " + std::to_string(ctx.total_steps) + " optimizer steps)");
+      return std::make_shared<Cosine>(*ctx.optimizer, t_max, c.get<double>("eta_min"), warmup,
+                                      c.get<double>("warmup_start_factor"));
+    });
+
+TRAINRUN_REGISTER(
+    Scheduler, "step", "decay the lr by gamma every step_size epochs (torch.optim.lr_scheduler.StepLR)",
+    Schema()
+        .required("step_size", Type::Int, "epochs between decays").min(1)
+        .add("gamma", Type::Float, yaml("0.1"), "multiplicative decay").above(0),
+    [](const Config& c, const ScheduleContext& ctx) {
+      if (ctx.steps_per_epoch <= 0) throw std::invalid_argument(c.path() + ": the run has no optimizer steps per epoch");
+      return std::make_shared<Step>(*ctx.optimizer, c.get<int64_t>("step_size") * ctx.steps_per_epoch,
+                                    c.get<double>("gamma"));
+    });
 
 }  // namespace trainrun

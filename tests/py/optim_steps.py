@@ -1,0 +1,48 @@
+"""Ten torch.optim steps on the two-layer net of tests/optimizer_test.cpp, as the reference.
+
+usage: optim_steps.py IN.safetensors OPTIMIZER_JSON OUT.safetensors
+  IN holds fc1.weight, fc1.bias, fc2.weight, fc2.bias, x (inputs) and y (int64 targets).
+  OPTIMIZER_JSON is the recipe's optimizer section ({"name": "sgd", "lr": 0.1, ...}); its keys
+  are torch.optim's argument names, and `no_decay: [bias]` puts the biases in a group with
+  weight_decay 0.
+Each step: zero_grad, F.cross_entropy(fc2(tanh(fc1(x))), y), backward, step. OUT gets the four
+parameters after the last step.
+"""
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from st import load_file, save_file
+
+NAMES = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+
+
+def main():
+    data = load_file(sys.argv[1])
+    cfg = json.loads(sys.argv[2])
+    params = {n: torch.nn.Parameter(data[n].clone()) for n in NAMES}
+    name = cfg.pop("name")
+    no_decay = cfg.pop("no_decay", [])
+    if "betas" in cfg:
+        cfg["betas"] = tuple(cfg["betas"])
+    assert set(no_decay) <= {"bias"}, "the reference only knows no_decay: [bias]"
+    if no_decay:
+        groups = [{"params": [p for n, p in params.items() if not n.endswith("bias")]},
+                  {"params": [p for n, p in params.items() if n.endswith("bias")], "weight_decay": 0.0}]
+    else:
+        groups = [{"params": list(params.values())}]
+    opt = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](groups, **cfg)
+    x, y = data["x"], data["y"]
+    for _ in range(10):
+        opt.zero_grad()
+        h = torch.tanh(F.linear(x, params["fc1.weight"], params["fc1.bias"]))
+        loss = F.cross_entropy(F.linear(h, params["fc2.weight"], params["fc2.bias"]), y)
+        loss.backward()
+        opt.step()
+    save_file({n: p.detach() for n, p in params.items()}, sys.argv[3])
+
+
+if __name__ == "__main__":
+    main()
