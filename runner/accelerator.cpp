@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <stdexcept>
 
 namespace trainrun {
@@ -236,6 +237,10 @@ at::Tensor Accelerator::gather_for_metrics(const at::Tensor& t) const {
   for (int64_t r = 0; r < world_.world_size; ++r)
     trimmed.push_back(parts[0][size_t(r)].narrow(0, 0, out_lens[0][size_t(r)].item<int64_t>()));
   return at::cat(trimmed).to(t.device());
+}
+
+void Accelerator::print(const std::string& line) const {
+  if (is_main_process()) std::cout << line << std::endl;
 }
 
 void Accelerator::wait_for_everyone() const {

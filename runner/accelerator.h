@@ -100,6 +100,8 @@ class Accelerator {
   at::Tensor reduce_sum(const at::Tensor& t) const;
   double mean(double value) const;
   void wait_for_everyone() const;
+  // Prints a line on the main process only (Accelerate's accelerator.print).
+  void print(const std::string& line) const;
 
  private:
   WorldInfo world_;

@@ -61,6 +61,19 @@ TEST_F(Distributed, TorchrunStyleEnvironmentAndDdpInvariants) {
   EXPECT_NE(r.out.find("Total train batch size (w. parallel, distributed & accumulation) = 128"), std::string::npos);
 }
 
+// examples/custom_loop: a hand-written loop over the public API, as 2 torchrun-style processes.
+TEST_F(Distributed, CustomLoopExampleTrainsAndGathersEveryTestExample) {
+  std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port());
+  std::string cmd = std::string(CUSTOM_LOOP_BINARY) + " " + test::kFashionMnist + " 2000";
+  auto r = test::run("bash -c '" + env + " RANK=1 LOCAL_RANK=1 " + cmd + " & p=$!; " + env + " RANK=0 LOCAL_RANK=0 " +
+                     cmd + "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto at = r.out.find("test examples 10000 accuracy ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::stod(r.out.substr(at + 29)), 0.5) << r.out;
+  EXPECT_NE(r.out.find("(world size 2)"), std::string::npos);
+}
+
 // N steps with 2 ranks x batch 32 give the parameters of 1 rank x batch 64 (no dropout, no BN).
 TEST_F(Distributed, TwoRanksEqualOneRankWithTheCombinedBatch) {
   std::string common = recipe + " model.dropout1=0 model.dropout2=0 'optimizer={name: sgd, lr: 0.05, momentum: 0.9}' "
