@@ -10,6 +10,11 @@
 #endif
 #include <torch/torch.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -36,6 +41,31 @@ std::string first_slurm_host(const std::string& list) {
   std::string prefix = list.substr(0, bracket);
   std::string first = list.substr(bracket + 1, list.find_first_of("-,]", bracket) - bracket - 1);
   return prefix + first;
+}
+
+// The local address this host uses to reach `host` (what gloo should bind to): connecting a UDP
+// socket sends nothing but makes the kernel pick the route. Falls back to the hostname.
+std::string local_address_towards(const std::string& host) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  std::string found;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &res) == 0 && res) {
+    int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    char text[INET_ADDRSTRLEN] = {0};
+    if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text))
+      found = text;
+    if (fd >= 0) ::close(fd);
+    ::freeaddrinfo(res);
+  }
+  if (!found.empty()) return found;
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
 }
 
 // DDP's defaults: the first bucket is small so communication starts early.
@@ -166,7 +196,7 @@ Accelerator::Accelerator(WorldInfo world, AcceleratorOptions options) : world_(s
     else if (world_.master_addr == "127.0.0.1" || world_.master_addr == "localhost")
       o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     else
-      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local_address_towards(world_.master_addr)));
     group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, int(world_.rank), int(world_.world_size), o);
   }
 }

@@ -148,7 +148,9 @@ EvalResult train(Job& job, const WorldInfo& world) {
     metrics.emplace((dir / "metrics.jsonl").string());
   }
   acc.wait_for_everyone();  // the run folder exists before any rank logs into it
-  add_log_file((dir / "train.log").string());
+  // Other nodes see rank 0's folder only on a shared file system; without one they keep
+  // their warnings on their console.
+  if (main_process || fs::is_directory(dir)) add_log_file((dir / "train.log").string());
   if (main_process)
     for (auto& note : job.notes) spdlog::warn("{}", note);
 

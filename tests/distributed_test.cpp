@@ -136,6 +136,16 @@ TEST_F(Distributed, MaxRestartsRelaunchesTheWorld) {
   EXPECT_TRUE(std::filesystem::exists(dir / "run/model.safetensors"));
 }
 
+TEST_F(Distributed, FileStoreRendezvous) {
+  auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.init_method=file://" + (dir / "store") +
+                                    " data.max_train_samples=256 data.max_eval_samples=100 output.dir=" + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/model.safetensors"));
+  r = test::run(test::trainrun("check " + recipe + " world.init_method=tcp://x"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("world.init_method: expected `env` or file:///path, got 'tcp://x'"), std::string::npos) << r.err;
+}
+
 TEST_F(Distributed, BusyPortIsABadInput) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -153,6 +163,56 @@ TEST_F(Distributed, BusyPortIsABadInput) {
   EXPECT_NE(r.err.find("world.master_port: port " + std::to_string(port) + " on 127.0.0.1 is not free"), std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+}
+
+}  // namespace
+}  // namespace trainrun
+
+namespace trainrun {
+namespace {
+
+// Two "nodes" as two network namespaces joined by a veth pair, made and removed by the test.
+class TwoNodes {
+ public:
+  TwoNodes() {
+    tag_ = std::to_string(::getpid() % 100000);
+    std::string a = "trA" + tag_, b = "trB" + tag_;
+    std::string script = "set -e; ip netns add " + a + "; ip netns add " + b + "; ip link add va" + tag_ +
+                         " type veth peer name vb" + tag_ + "; ip link set va" + tag_ + " netns " + a +
+                         "; ip link set vb" + tag_ + " netns " + b + "; ip -n " + a + " addr add 10.231.0.1/24 dev va" +
+                         tag_ + "; ip -n " + b + " addr add 10.231.0.2/24 dev vb" + tag_ + "; for n in " + a + " " + b +
+                         "; do ip -n $n link set lo up; done; ip -n " + a + " link set va" + tag_ + " up; ip -n " + b +
+                         " link set vb" + tag_ + " up";
+    auto r = test::run("bash -c '" + script + "'");
+    ok_ = r.code == 0;
+    why_ = r.err;
+  }
+  ~TwoNodes() { test::run("ip netns del trA" + tag_ + "; ip netns del trB" + tag_); }
+  bool ok() const { return ok_; }
+  const std::string& why() const { return why_; }
+  std::string exec(int node) const { return "ip netns exec tr" + std::string(node ? "B" : "A") + tag_ + " "; }
+
+ private:
+  std::string tag_, why_;
+  bool ok_ = false;
+};
+
+TEST(DistributedNodes, TwoNodesTimesTwoProcessesOverVeth) {
+  if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  TwoNodes nodes;
+  if (!nodes.ok()) GTEST_SKIP() << "cannot create network namespaces here (needs root and iproute2): " << nodes.why();
+  test::TempDir dir;
+  std::string args = test::source("recipes/quickstart.yaml") +
+                     " world.nnodes=2 world.nproc_per_node=2 world.master_addr=10.231.0.1 world.master_port=29500 "
+                     "data.max_train_samples=512 data.max_eval_samples=333 output.dir=" + (dir / "run");
+  auto r = test::run("bash -c '" + nodes.exec(1) + test::trainrun(args + " world.node_rank=1") + " >" + (dir / "n1") +
+                     " 2>&1 & p=$!; " + nodes.exec(0) + test::trainrun(args + " world.node_rank=0") +
+                     "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  ASSERT_EQ(r.code, 0) << r.err << test::read_file(dir / "n1");
+  EXPECT_NE(r.out.find("World = 2 nodes x 2 processes (gloo backend, launched by trainrun)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Total train batch size (w. parallel, distributed & accumulation) = 256"), std::string::npos);
+  std::string metrics = test::read_file(dir / "run/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"eval_examples\":333"), std::string::npos) << metrics;
 }
 
 }  // namespace
