@@ -81,7 +81,8 @@ int cmd_check(const std::vector<std::string>& args, bool schedule) {
   int64_t nproc = w["nproc_per_node"].as<int64_t>(), nnodes = w["nnodes"].as<int64_t>(), world = nproc * nnodes;
   // DistributedSampler's shard (padded), then batches of it, as the trainer counts them.
   int64_t per_rank = (int64_t(job.data.train->size()) + world - 1) / world;
-  int64_t steps = (per_rank + batch - 1) / batch;
+  int64_t accum = root["train"]["grad_accum_steps"].as<int64_t>();
+  int64_t steps = ((per_rank + batch - 1) / batch + accum - 1) / accum;
   int64_t total = steps * root["train"]["epochs"].as<int64_t>();
   // Built here too so that optimizer and scheduler mistakes surface before a run starts.
   auto optimizer = build_optimizer(job);
@@ -100,7 +101,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule) {
   std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts(*job.data.eval, job.data.classes)
             << "\n";
   std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"
-            << (world > 1 ? "es" : "") << "), total " << total << " optimizer steps\n";
+            << (world > 1 ? "es" : "") << (accum > 1 ? " x " + std::to_string(accum) + " accumulated" : "") << "), total " << total << " optimizer steps\n";
   std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
             << (nproc > 1 ? "es" : "") << ", backend " << w["backend"].as<std::string>() << ", " << job.threads
             << " threads per process, device " << job.device << ", precision " << job.precision << "\n";

@@ -159,7 +159,10 @@ EvalResult train(Job& job, const WorldInfo& world) {
   DataLoader train_loader(job.data.train, job.train_transforms, acc.prepare(loader_options(job, true), true));
   DataLoader eval_loader(job.data.eval, job.eval_transforms, acc.prepare(loader_options(job, false), false));
   const int64_t epochs = tcfg["epochs"].as<int64_t>();
-  const int64_t steps_per_epoch = train_loader.batches_per_epoch();
+  const int64_t accum = tcfg["grad_accum_steps"].as<int64_t>();
+  const double max_grad_norm = tcfg["max_grad_norm"].IsNull() ? 0.0 : tcfg["max_grad_norm"].as<double>();
+  const int64_t batches_per_epoch = train_loader.batches_per_epoch();
+  const int64_t steps_per_epoch = (batches_per_epoch + accum - 1) / accum;
   const int64_t total_steps = steps_per_epoch * epochs;
   auto scheduler = build_scheduler(job, *optimizer, total_steps, steps_per_epoch);
   const int64_t log_every = tcfg["log_every_steps"].as<int64_t>();
@@ -173,8 +176,8 @@ EvalResult train(Job& job, const WorldInfo& world) {
   spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
   spdlog::info("  Num Epochs = {}", epochs);
   spdlog::info("  Instantaneous batch size per device = {}", batch);
-  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch * acc.world_size());
-  spdlog::info("  Gradient Accumulation steps = 1");
+  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch * acc.world_size() * accum);
+  spdlog::info("  Gradient Accumulation steps = {}", accum);
   spdlog::info("  Total optimization steps = {}", thousands(total_steps));
   spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
                thousands(job.total_parameters()));
@@ -207,16 +210,23 @@ EvalResult train(Job& job, const WorldInfo& world) {
   double loss_since_log = 0, loss_total = 0, data_wait = 0;
   EvalResult last_eval;
   bool evaluated_at_end = false;
+  std::vector<at::Tensor> trainable;
+  for (auto& [_, p] : job.trainable()) trainable.push_back(p);
+  optimizer->zero_grad();
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     ddp->module().train();
     train_loader.start_epoch(epoch);
+    int64_t micro = 0;
     for (;;) {
       auto wait_start = Clock::now();
       auto b = train_loader.next();
       data_wait += seconds_since(wait_start);
       if (!b) break;
+      // Accumulation micro-steps skip DDP's gradient sync (no_sync); the last batch of an
+      // epoch closes a partial group, as the Trainer does.
+      bool closes_step = ++micro % accum == 0 || micro == batches_per_epoch;
+      ddp->set_gradient_sync(closes_step);
       at::Tensor x = b->inputs.to(acc.device()), y = b->targets.to(acc.device());
-      optimizer->zero_grad();
       at::Tensor out;
       {
         Autocast autocast(job.precision);
@@ -227,11 +237,14 @@ EvalResult train(Job& job, const WorldInfo& world) {
       if (!std::isfinite(value))
         throw TrainingError("step " + std::to_string(step + 1) + ": loss is " + std::to_string(value) +
                             "; stopping (lower the learning rate or check the data)");
-      acc.backward(loss);
+      acc.backward(accum > 1 ? loss / double(accum) : loss);  // the mean over the k micro-batches
+      loss_since_log += value, loss_total += value, ++since_log;
+      if (!closes_step) continue;
+      if (max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
       optimizer->step();
+      optimizer->zero_grad();
       scheduler->step();
       ++step;
-      loss_since_log += value, loss_total += value, ++since_log;
       evaluated_at_end = false;
       double epoch_f = double(step) / double(steps_per_epoch);
       if (step % log_every == 0) {
