@@ -2,6 +2,7 @@
 
 #include "components/data/loader.h"
 #include "runner/logging.h"
+#include "runner/loss_scaler.h"
 #include "runner/weights.h"
 
 #include <ATen/autocast_mode.h>
@@ -24,24 +25,32 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// torch.autocast(device_type="cpu", dtype=torch.bfloat16) as a scope.
+// torch.autocast(device_type, dtype) as a scope: bf16 on CPU or CUDA, fp16 on CUDA only.
 class Autocast {
  public:
-  explicit Autocast(const std::string& precision) : on_(precision == "bf16") {
+  Autocast(const std::string& precision, const c10::Device& device)
+      : on_(precision == "bf16" || precision == "fp16"), cuda_(device.is_cuda()) {
     if (!on_) return;
-    prev_ = at::autocast::is_cpu_enabled();
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::ScalarType dtype = precision == "bf16" ? at::kBFloat16 : at::kHalf;
+    prev_ = cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+    if (cuda_) {
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    } else {
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    }
     at::autocast::increment_nesting();
   }
   ~Autocast() {
     if (!on_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_cpu_enabled(prev_);
+    if (cuda_) at::autocast::set_enabled(prev_);
+    else at::autocast::set_cpu_enabled(prev_);
   }
 
  private:
-  bool on_;
+  bool on_, cuda_;
   bool prev_ = false;
 };
 
@@ -104,7 +113,7 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     at::Tensor x = batch->inputs.to(acc.device()), y = batch->targets.to(acc.device());
     at::Tensor out;
     {
-      Autocast autocast(job.precision);
+      Autocast autocast(job.precision, acc.device());
       out = model.forward(x);
     }
     out = out.to(at::kFloat);
@@ -210,6 +219,7 @@ EvalResult train(Job& job, const WorldInfo& world) {
   double loss_since_log = 0, loss_total = 0, data_wait = 0;
   EvalResult last_eval;
   bool evaluated_at_end = false;
+  LossScaler scaler(job.precision == "fp16");
   std::vector<at::Tensor> trainable;
   for (auto& [_, p] : job.trainable()) trainable.push_back(p);
   optimizer->zero_grad();
@@ -229,7 +239,7 @@ EvalResult train(Job& job, const WorldInfo& world) {
       at::Tensor x = b->inputs.to(acc.device()), y = b->targets.to(acc.device());
       at::Tensor out;
       {
-        Autocast autocast(job.precision);
+        Autocast autocast(job.precision, acc.device());
         out = ddp->forward(x);
       }
       at::Tensor loss = (*job.loss)(out.to(at::kFloat), y, ddp->module().outputs_log_probs());
@@ -237,13 +247,18 @@ EvalResult train(Job& job, const WorldInfo& world) {
       if (!std::isfinite(value))
         throw TrainingError("step " + std::to_string(step + 1) + ": loss is " + std::to_string(value) +
                             "; stopping (lower the learning rate or check the data)");
-      acc.backward(accum > 1 ? loss / double(accum) : loss);  // the mean over the k micro-batches
+      acc.backward(scaler.scale(accum > 1 ? loss / double(accum) : loss));  // mean over the k micro-batches
       loss_since_log += value, loss_total += value, ++since_log;
       if (!closes_step) continue;
+      scaler.unscale(trainable);  // clipping sees true gradients
       if (max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
-      optimizer->step();
+      // GradScaler: an fp16 overflow skips the step, and (as Accelerate) the scheduler with it.
+      if (!scaler.step_skipped()) {
+        optimizer->step();
+        scheduler->step();
+      }
+      scaler.update();
       optimizer->zero_grad();
-      scheduler->step();
       ++step;
       evaluated_at_end = false;
       double epoch_f = double(step) / double(steps_per_epoch);
