@@ -27,13 +27,6 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(test::read_file(path));
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
-  return out;
-}
-
 class Distributed : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -98,7 +91,7 @@ TEST_F(Distributed, EvalCountsEveryExampleOnce) {
                                     "data.max_eval_samples=1001 data.eval_batch_size=100 output.dir=" + (dir / "run")));
   ASSERT_EQ(r.code, 0) << r.err;
   json eval;
-  for (auto& l : read_jsonl(dir / "run/metrics.jsonl"))
+  for (auto& l : test::read_jsonl(dir / "run/metrics.jsonl"))
     if (l.contains("eval_examples")) eval = l;
   EXPECT_EQ(eval["eval_examples"], 1001);
   auto single = test::run(test::trainrun("eval " + recipe + " data.max_eval_samples=1001 --checkpoint " + (dir / "run")));
@@ -112,10 +105,7 @@ TEST_F(Distributed, KilledRankEndsTheRunNamingIt) {
   std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 train.log_every_steps=5 "
                                    "world.timeout_s=30 output.dir=" + (dir / "run"));
   // Start, wait for the first log line, SIGKILL rank 1, time how long the launcher takes to end.
-  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
-                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
-                     "for p in $(pgrep -P $L); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep -qx RANK=1 && kill -9 $p; done; " +
-                     "s=$(date +%s); wait $L; echo rc=$? secs=$(( $(date +%s) - s ))'");
+  auto r = test::run(test::kill_rank_after_first_log(cmd, dir.path().string(), 1));
   std::string err = test::read_file(dir / "err");
   EXPECT_NE(r.out.find("rc=1 "), std::string::npos) << r.out << err;
   int secs = std::stoi(r.out.substr(r.out.find("secs=") + 5));
@@ -125,11 +115,8 @@ TEST_F(Distributed, KilledRankEndsTheRunNamingIt) {
 
 TEST_F(Distributed, MaxRestartsRelaunchesTheWorld) {
   std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 world.max_restarts=1 "
-                                   "data.max_train_samples=6400 train.log_every_steps=5 output.dir=" + (dir / "run"));
-  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
-                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
-                     "for p in $(pgrep -P $L); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep -qx RANK=1 && kill -9 $p; done; " +
-                     "wait $L; echo rc=$?'");
+                                   "data.max_train_samples=3200 train.log_every_steps=5 output.dir=" + (dir / "run"));
+  auto r = test::run(test::kill_rank_after_first_log(cmd, dir.path().string(), 1));
   std::string err = test::read_file(dir / "err");
   EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << err;
   EXPECT_NE(err.find("restarting the world (restart 1 of 1)"), std::string::npos) << err;

@@ -13,13 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(test::read_file(path));
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
-  return out;
-}
-
 class EndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -38,7 +31,7 @@ TEST_F(EndToEnd, LossFallsAndAccuracyBeatsChance) {
   EXPECT_NE(r.out.find("{'loss': "), std::string::npos);
   EXPECT_NE(r.out.find("{'eval_loss': "), std::string::npos);
 
-  auto lines = read_jsonl(dir / "run/metrics.jsonl");
+  auto lines = test::read_jsonl(dir / "run/metrics.jsonl");
   std::vector<double> losses;
   std::vector<json> evals;
   for (auto& l : lines) {
@@ -77,7 +70,7 @@ TEST_F(EndToEnd, SameSeedSameLosses) {
   std::string args = common + "data.max_train_samples=640 train.eval_every=never ";
   ASSERT_EQ(test::run(test::trainrun(args + "output.dir=" + (dir / "a"))).code, 0);
   ASSERT_EQ(test::run(test::trainrun(args + "data.workers=0 output.dir=" + (dir / "b"))).code, 0);
-  auto a = read_jsonl(dir / "a/metrics.jsonl"), b = read_jsonl(dir / "b/metrics.jsonl");
+  auto a = test::read_jsonl(dir / "a/metrics.jsonl"), b = test::read_jsonl(dir / "b/metrics.jsonl");
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i + 1 < a.size(); ++i) EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << i;
   EXPECT_EQ(test::read_file(dir / "a/model.safetensors"), test::read_file(dir / "b/model.safetensors"));
@@ -85,7 +78,7 @@ TEST_F(EndToEnd, SameSeedSameLosses) {
 
 TEST_F(EndToEnd, EvalCommandReadsTheSavedWeights) {
   ASSERT_EQ(test::run(test::trainrun(common + "data.max_train_samples=640 output.dir=" + (dir / "run"))).code, 0);
-  auto evals = read_jsonl(dir / "run/metrics.jsonl");
+  auto evals = test::read_jsonl(dir / "run/metrics.jsonl");
   double acc = -1;
   for (auto& l : evals)
     if (l.contains("eval_accuracy")) acc = l["eval_accuracy"];

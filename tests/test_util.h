@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -78,6 +79,24 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// One JSON object per line, as metrics.jsonl.
+inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// Starts `command` in the background with stdout/stderr in dir/out and dir/err, waits for its
+// first logged loss, SIGKILLs the worker whose RANK is `rank`, and waits for the command.
+// Prints "rc=<exit code> secs=<seconds from the kill to the end>".
+inline std::string kill_rank_after_first_log(const std::string& command, const std::string& dir, int rank) {
+  return "bash -c '" + command + " >" + dir + "/out 2>" + dir + "/err & L=$!; " +
+         "for i in $(seq 600); do grep -q loss " + dir + "/out && break; sleep 0.1; done; " +
+         "for p in $(pgrep -P $L); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep -qx RANK=" + std::to_string(rank) +
+         " && kill -9 $p; done; s=$(date +%s); wait $L; echo rc=$? secs=$(( $(date +%s) - s ))'";
 }
 
 inline int count_lines(const std::string& s) {
