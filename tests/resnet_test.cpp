@@ -300,6 +300,27 @@ TEST_F(Pretrained, ClassifierOfAnotherShapeIsReinitialisedAndLogged) {
     }
 }
 
+// recipes/pets_resnet50d.yaml's model half (pretrained + freeze everything but fc) with today's
+// data components standing in for pets_folder / onecycle (issues 4 and 5).
+TEST_F(Pretrained, PetsRecipeFreezesAllButTheNewClassifier) {
+  torch::manual_seed(10);
+  save_safetensors(dir / "in1k.safetensors", state_dict(*make_model("resnet50d")));
+  std::string stand_ins = std::string(" 'data.dataset={name: mnist, root: ") + test::kFashionMnist +
+                          "}' data.max_train_samples=100 'data.train_transforms=[to_tensor]' "
+                          "'data.eval_transforms=[to_tensor]' 'scheduler={name: constant}' precision=fp32 ";
+  auto r = test::run(test::trainrun("check " + test::source("recipes/pets_resnet50d.yaml") + stand_ins +
+                                    "model.pretrained=" + (dir / "in1k.safetensors")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("model: resnet50d, 23,547,754 parameters, 20,490 trainable"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: classifier fc.weight [1000, 2048] -> [10, 2048] re-initialised for 10 classes"),
+            std::string::npos);
+
+  r = test::run("cd " + dir.path().string() + " && " +  // where weights/ surely is not
+                test::trainrun("check " + test::source("recipes/pets_resnet50d.yaml") + stand_ins));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "model.pretrained: weights/resnet50d.safetensors: no such file\n");
+}
+
 TEST_F(Pretrained, MissingOrMismatchedFileIsOneLineNamingIt) {
   auto r = test::run(test::trainrun("check " + (dir / "r.yaml") + " model.pretrained=" + (dir / "none.safetensors")));
   EXPECT_EQ(r.code, 2);
