@@ -130,7 +130,12 @@ Job build_job(Recipe recipe) {
   }
   if (model_cfg["pretrained"] && !model_cfg["pretrained"].IsNull()) {
     std::string file = model_cfg["pretrained"].as<std::string>();
-    auto report = load_state_dict(*job.model, load_safetensors(file), file, job.model->classifier_pattern());
+    LoadReport report;
+    try {
+      report = load_state_dict(*job.model, load_safetensors(file), file, job.model->classifier_pattern());
+    } catch (const WeightsError& e) {
+      throw WeightsError(std::string("model.pretrained: ") + e.what());
+    }
     for (auto& r : report.reinitialised)
       job.notes.push_back("classifier " + r + " re-initialised for " +
                           std::to_string(model_cfg["num_classes"].as<int64_t>()) + " classes");

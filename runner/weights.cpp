@@ -8,10 +8,24 @@
 
 namespace trainrun {
 
+namespace {
+
+void append_own(const torch::nn::Module& m, const std::string& prefix, TensorList& out) {
+  for (const auto& p : m.named_parameters(/*recurse=*/false)) out.emplace_back(prefix + p.key(), p.value());
+  for (const auto& b : m.named_buffers(/*recurse=*/false)) out.emplace_back(prefix + b.key(), b.value());
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+// PyTorch's order: a module's own parameters, then its own buffers, then its children, depth first.
 TensorList state_dict(const torch::nn::Module& module) {
   TensorList out;
-  for (const auto& p : module.named_parameters()) out.emplace_back(p.key(), p.value());
-  for (const auto& b : module.named_buffers()) out.emplace_back(b.key(), b.value());
+  append_own(module, "", out);
+  for (const auto& m : module.named_modules("", /*include_self=*/false)) append_own(*m.value(), m.key() + ".", out);
   return out;
 }
 
@@ -38,10 +52,14 @@ LoadReport load_state_dict(torch::nn::Module& module, const TensorList& tensors,
   std::vector<std::string> missing, mismatched, unexpected;
   LoadReport report;
   std::vector<std::pair<at::Tensor, at::Tensor>> copies;
+  std::vector<at::Tensor> zeroed;
   for (auto& [name, target] : state_dict(module)) {
     auto it = given.find(name);
     if (it == given.end()) {
-      missing.push_back(name);
+      // As BatchNorm's _load_from_state_dict for a state dict without version metadata (every
+      // safetensors file; torchvision's own checkpoints predate the buffer): count from 0.
+      if (ends_with(name, ".num_batches_tracked")) zeroed.push_back(target);
+      else missing.push_back(name);
       continue;
     }
     if (it->second.sizes() != target.sizes()) {
@@ -64,6 +82,7 @@ LoadReport load_state_dict(torch::nn::Module& module, const TensorList& tensors,
   }
   torch::NoGradGuard no_grad;
   for (auto& [target, value] : copies) target.copy_(value.to(target.scalar_type()));
+  for (auto& target : zeroed) target.zero_();
   return report;
 }
 

@@ -20,7 +20,9 @@ struct LoadReport {
 
 // Copies `tensors` into `module` (converting dtype). Every key must match in name and shape,
 // except keys matching `classifier_glob` whose shape differs: those keep their fresh init and
-// are reported. Throws WeightsError listing missing / unexpected / mismatched keys.
+// are reported. A missing BatchNorm `num_batches_tracked` is set to 0, as PyTorch's
+// load_state_dict does for files without version metadata. Throws WeightsError listing missing /
+// unexpected / mismatched keys.
 LoadReport load_state_dict(torch::nn::Module& module, const TensorList& tensors, const std::string& source,
                            const std::string& classifier_glob = "");
 

@@ -38,7 +38,7 @@ TEST(Cli, BadInputBeforeTheRunExits2AndWritesNothing) {
       {"data.dataset.root=" + (dir / "missing"), (dir / "missing") + ": no such folder"},
       {"precision=fp16", "precision: fp16 needs a CUDA device (this run is on cpu); use bf16 or fp32 on CPU"},
       {"world.device=cuda", "world.device: cuda was asked for but no CUDA device is available"},
-      {"model.pretrained=" + (dir / "absent.safetensors"), (dir / "absent.safetensors") + ": no such file"},
+      {"model.pretrained=" + (dir / "absent.safetensors"), "model.pretrained: " + (dir / "absent.safetensors") + ": no such file"},
       {"'freeze=[{params: \"*\", trainable: false}]'", "freeze: the rules leave no parameter trainable"},
       {"'data.train_transforms=[to_tensor, {normalize: {mean: [0.5, 0.5], std: [1, 1]}}]' data.max_train_samples=1",
        ""},

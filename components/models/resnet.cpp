@@ -1,0 +1,282 @@
+// The ResNet family, as timm's timm/models/resnet.py: one ResNet class, variants as data.
+//
+//   resnet18  = BasicBlock, [2, 2, 2, 2]                                      (torchvision's resnet18)
+//   resnet50d = Bottleneck, [3, 4, 6, 3], stem_type 'deep', stem_width 32, avg_down   (timm's resnet50d)
+//
+// Module names, registration order and construction order follow torchvision / timm, so the
+// state_dict keys are theirs (conv1.weight or conv1.0/1/3/4/6.*, bn1.*, layer1.0.conv1.weight,
+// layerN.0.downsample.{0,1} or {1,2}, fc.*) and a seeded model starts from the very weights
+// `torch.manual_seed(s); torchvision.models.resnet18()` / `timm.create_model('resnet50d')` draw.
+#include "components/models/model.h"
+
+#include <torch/torch.h>
+
+#include <array>
+
+namespace trainrun {
+namespace {
+
+namespace nn = torch::nn;
+
+enum class BlockType { Basic, Bottleneck };
+
+// The architecture, as the arguments of timm's @register_model functions.
+struct ResNetConfig {
+  BlockType block = BlockType::Basic;
+  std::array<int64_t, 4> layers{2, 2, 2, 2};
+  std::string stem_type;          // "" = one 7x7 conv; "deep" = 3x3 convs of stem_width, stem_width, 2*stem_width
+  int64_t stem_width = 64;
+  bool avg_down = false;          // shortcut = AvgPool2d(2) -> 1x1 conv -> BN, instead of a strided 1x1 conv
+  bool zero_init_last = false;    // default: torchvision's zero_init_residual=False, timm's zero_init_last=True
+};
+
+// What a recipe chooses on top of the architecture.
+struct ResNetOptions {
+  ResNetConfig arch;
+  int64_t num_classes = 1000;
+  double drop_rate = 0.0;         // dropout before fc (timm's drop_rate)
+  double drop_path_rate = 0.0;    // stochastic depth, rising linearly over the blocks (timm's drop_path_rate)
+  bool zero_init_last = false;
+};
+
+nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+}
+
+// timm.layers.DropPath: drops a sample's whole residual branch and rescales the kept ones.
+at::Tensor drop_path(const at::Tensor& x, double p, bool training) {
+  if (p == 0.0 || !training) return x;
+  double keep = 1.0 - p;
+  std::vector<int64_t> shape(std::size_t(x.dim()), 1);
+  shape[0] = x.size(0);
+  at::Tensor mask = torch::empty(shape, x.options()).bernoulli_(keep);
+  return x * mask.div_(keep);
+}
+
+struct BlockOptions {
+  int64_t inplanes = 64;
+  int64_t planes = 64;
+  int64_t stride = 1;
+  nn::Sequential downsample{nullptr};  // built by the stage before the block (construction order = torchvision's)
+  double drop_path = 0.0;
+};
+
+class ResidualBlock : public nn::Module {
+ public:
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  // Zeroes the last BN's weight so the block starts as the identity (Goyal et al.; timm's default).
+  virtual void zero_init_last() = 0;
+
+ protected:
+  // Registered after the block's own layers, as in torchvision and timm (module order = init order).
+  void add_shortcut(const BlockOptions& o) {
+    if (o.downsample) downsample = register_module("downsample", o.downsample);
+    drop_prob = o.drop_path;
+  }
+  at::Tensor finish(at::Tensor branch, const at::Tensor& x) {
+    branch = drop_path(branch, drop_prob, is_training());
+    branch += downsample ? downsample->forward(x) : x;
+    return branch.relu_();
+  }
+
+ private:
+  nn::Sequential downsample{nullptr};
+  double drop_prob = 0.0;
+};
+
+class BasicBlockImpl : public ResidualBlock {
+ public:
+  static constexpr int64_t expansion = 1;
+  explicit BasicBlockImpl(const BlockOptions& o)
+      : conv1(register_module("conv1", conv(o.inplanes, o.planes, 3, o.stride))),
+        bn1(register_module("bn1", nn::BatchNorm2d(o.planes))),
+        conv2(register_module("conv2", conv(o.planes, o.planes, 3))),
+        bn2(register_module("bn2", nn::BatchNorm2d(o.planes))) {
+    add_shortcut(o);
+  }
+
+  at::Tensor forward(const at::Tensor& x) override {
+    at::Tensor y = bn1(conv1(x)).relu_();
+    return finish(bn2(conv2(y)), x);
+  }
+  void zero_init_last() override { nn::init::zeros_(bn2->weight); }
+
+ private:
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+};
+TORCH_MODULE(BasicBlock);
+
+// torchvision's "ResNet v1.5" bottleneck: the stride sits on the 3x3 conv.
+class BottleneckImpl : public ResidualBlock {
+ public:
+  static constexpr int64_t expansion = 4;
+  explicit BottleneckImpl(const BlockOptions& o)
+      : conv1(register_module("conv1", conv(o.inplanes, o.planes, 1))),
+        bn1(register_module("bn1", nn::BatchNorm2d(o.planes))),
+        conv2(register_module("conv2", conv(o.planes, o.planes, 3, o.stride))),
+        bn2(register_module("bn2", nn::BatchNorm2d(o.planes))),
+        conv3(register_module("conv3", conv(o.planes, o.planes * expansion, 1))),
+        bn3(register_module("bn3", nn::BatchNorm2d(o.planes * expansion))) {
+    add_shortcut(o);
+  }
+
+  at::Tensor forward(const at::Tensor& x) override {
+    at::Tensor y = bn1(conv1(x)).relu_();
+    y = bn2(conv2(y)).relu_();
+    return finish(bn3(conv3(y)), x);
+  }
+  void zero_init_last() override { nn::init::zeros_(bn3->weight); }
+
+ private:
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Conv2d conv3;
+  nn::BatchNorm2d bn3;
+};
+TORCH_MODULE(Bottleneck);
+
+// timm's downsample_avg (pool, conv, BN: keys .1 and .2) or downsample_conv (strided conv, BN: .0 and .1).
+nn::Sequential make_shortcut(int64_t in, int64_t out, int64_t stride, bool avg_down) {
+  nn::Sequential s;
+  if (avg_down && stride == 1) s->push_back(nn::Identity());
+  if (avg_down && stride != 1)
+    s->push_back(nn::AvgPool2d(nn::AvgPool2dOptions(2).stride(stride).ceil_mode(true).count_include_pad(false)));
+  s->push_back(conv(in, out, 1, avg_down ? 1 : stride));
+  s->push_back(nn::BatchNorm2d(out));
+  return s;
+}
+
+class ResNetImpl : public Classifier {
+ public:
+  explicit ResNetImpl(const ResNetOptions& o) : drop_rate_(o.drop_rate) {
+    const ResNetConfig& a = o.arch;
+    int64_t inplanes = a.stem_type == "deep" ? a.stem_width * 2 : 64;
+    if (a.stem_type == "deep") {
+      // One push_back per layer: constructor arguments have no defined order, and each conv's
+      // default init draws from the RNG, so the order decides the seeded weights.
+      nn::Sequential stem;
+      stem->push_back(conv(3, a.stem_width, 3, 2));
+      stem->push_back(nn::BatchNorm2d(a.stem_width));
+      stem->push_back(nn::ReLU());
+      stem->push_back(conv(a.stem_width, a.stem_width, 3));
+      stem->push_back(nn::BatchNorm2d(a.stem_width));
+      stem->push_back(nn::ReLU());
+      stem->push_back(conv(a.stem_width, inplanes, 3));
+      deep_stem_ = register_module("conv1", stem);
+    } else {
+      conv1_ = register_module("conv1", conv(3, inplanes, 7, 2));
+    }
+    bn1_ = register_module("bn1", nn::BatchNorm2d(inplanes));
+
+    int64_t expansion = a.block == BlockType::Basic ? BasicBlockImpl::expansion : BottleneckImpl::expansion;
+    int64_t total = 0, index = 0;
+    for (int64_t n : a.layers) total += n;
+    const std::array<int64_t, 4> widths{64, 128, 256, 512};
+    for (std::size_t stage = 0; stage < 4; ++stage) {
+      int64_t stride = stage == 0 ? 1 : 2, out = widths[stage] * expansion;
+      nn::Sequential layer;
+      for (int64_t b = 0; b < a.layers[stage]; ++b, ++index) {
+        BlockOptions bo;
+        bo.inplanes = inplanes;
+        bo.planes = widths[stage];
+        bo.stride = b == 0 ? stride : 1;
+        if (b == 0 && (stride != 1 || inplanes != out)) bo.downsample = make_shortcut(inplanes, out, stride, a.avg_down);
+        bo.drop_path = total > 1 ? o.drop_path_rate * double(index) / double(total - 1) : 0.0;
+        if (a.block == BlockType::Basic) layer->push_back(BasicBlock(bo));
+        else layer->push_back(Bottleneck(bo));
+        inplanes = out;
+      }
+      layers_.push_back(register_module("layer" + std::to_string(stage + 1), layer));
+    }
+    fc_ = register_module("fc", nn::Linear(512 * expansion, o.num_classes));
+    init_weights(o.zero_init_last);
+  }
+
+  at::Tensor forward(const at::Tensor& input) override {
+    at::Tensor x = bn1_(deep_stem_ ? deep_stem_->forward(input) : conv1_(input)).relu_();
+    x = torch::max_pool2d(x, 3, 2, 1);
+    for (auto& layer : layers_) x = layer->forward(x);
+    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    if (drop_rate_ > 0) x = torch::dropout(x, drop_rate_, is_training());
+    return fc_(x);
+  }
+
+  InputConfig input_config() const override {
+    return {{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, {3, 224, 224}};  // timm's IMAGENET_DEFAULT_*
+  }
+  std::string classifier_pattern() const override { return "fc.*"; }
+
+ private:
+  // torchvision's / timm's init_weights: Kaiming-normal (fan_out) convs in module order; BN and
+  // fc keep their PyTorch defaults.
+  void init_weights(bool zero_init_last) {
+    torch::NoGradGuard no_grad;
+    for (auto& m : modules(/*include_self=*/false))
+      if (auto* c = m->as<nn::Conv2d>()) nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut, torch::kReLU);
+    if (!zero_init_last) return;
+    for (auto& m : modules(false))
+      if (auto* block = dynamic_cast<ResidualBlock*>(m.get())) block->zero_init_last();
+  }
+
+  nn::Conv2d conv1_{nullptr};          // conv1 is one 7x7 conv,
+  nn::Sequential deep_stem_{nullptr};  // or the deep stem
+  nn::BatchNorm2d bn1_{nullptr};
+  std::vector<nn::Sequential> layers_;
+  nn::Linear fc_{nullptr};
+  double drop_rate_;
+};
+
+ResNetConfig resnet18_config() {
+  return {};
+}
+
+ResNetConfig resnet50d_config() {
+  ResNetConfig c;
+  c.block = BlockType::Bottleneck;
+  c.layers = {3, 4, 6, 3};
+  c.stem_type = "deep";
+  c.stem_width = 32;
+  c.avg_down = true;
+  c.zero_init_last = true;
+  return c;
+}
+
+Schema resnet_schema(const ResNetConfig& arch) {
+  return Schema()
+      .add("num_classes", Type::Int, yaml("auto"), "output classes; auto = the dataset's")
+      .min(1).choices({"auto"})
+      .add("pretrained", Type::Path, YAML::Node(),
+           "optional .safetensors weights (torchvision / timm key names); a classifier of another shape is re-initialised")
+      .add("drop_rate", Type::Float, yaml("0.0"), "dropout before fc (timm's drop_rate)").range(0, 1)
+      .add("drop_path_rate", Type::Float, yaml("0.0"), "stochastic depth, rising linearly to this over the blocks (timm's drop_path_rate)")
+      .range(0, 1)
+      .add("zero_init_last", Type::Bool, YAML::Node(arch.zero_init_last),
+           "start each residual block's last BN weight at zero (timm: true, torchvision: false)");
+}
+
+Kind<Classifier>::Factory resnet_factory(const ResNetConfig& arch) {
+  return [arch](const Config& c) -> std::shared_ptr<Classifier> {
+    ResNetOptions o;
+    o.arch = arch;
+    o.num_classes = c.get<int64_t>("num_classes");
+    o.drop_rate = c.get<double>("drop_rate");
+    o.drop_path_rate = c.get<double>("drop_path_rate");
+    o.zero_init_last = c.get<bool>("zero_init_last");
+    return std::make_shared<ResNetImpl>(o);
+  };
+}
+
+}  // namespace
+
+TRAINRUN_REGISTER(Classifier, "resnet18", "torchvision's ResNet-18: 7x7 stem, BasicBlock [2,2,2,2] (ImageNet mean/std, 224x224)",
+                  resnet_schema(resnet18_config()), resnet_factory(resnet18_config()));
+TRAINRUN_REGISTER(Classifier, "resnet50d",
+                  "timm's ResNet-50-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [3,4,6,3] (ImageNet mean/std, 224x224)",
+                  resnet_schema(resnet50d_config()), resnet_factory(resnet50d_config()));
+
+}  // namespace trainrun
