@@ -44,6 +44,17 @@ std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const YAML::No
   return matched;
 }
 
+int64_t freeze_batchnorm_statistics(torch::nn::Module& model) {
+  int64_t n = 0;
+  for (const auto& m : model.modules(/*include_self=*/false)) {
+    if (m->name().rfind("torch::nn::BatchNorm", 0) != 0) continue;
+    auto params = m->parameters();
+    bool frozen = std::none_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
+    if (frozen) m->eval(), ++n;
+  }
+  return n;
+}
+
 namespace {
 
 std::shared_ptr<const Dataset> limit(std::shared_ptr<const Dataset> d, const YAML::Node& n) {

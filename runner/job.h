@@ -44,4 +44,9 @@ std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimiz
 // of parameters each rule matched so a rule that matches nothing can be reported.
 std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const YAML::Node& rules);
 
+// train.bn_eval: puts BatchNorm layers whose parameters are all frozen back in eval mode (call
+// after model.train()), so their running statistics stay as loaded, as timm's freeze_bn.
+// Returns how many layers it froze.
+int64_t freeze_batchnorm_statistics(torch::nn::Module& model);
+
 }  // namespace trainrun

@@ -60,6 +60,8 @@ std::map<std::string, Schema> make_sections() {
                    .add("grad_accum_steps", Type::Int, yaml("1"), "micro-batches per optimizer step (no DDP sync between)").min(1)
                    .add("max_grad_norm", Type::Float, Node(), "clip the global L2 norm of the gradients; null = no clipping")
                    .above(0)
+                   .add("bn_eval", Type::Bool, yaml("false"),
+                        "frozen BatchNorm layers stay in eval mode: running statistics do not update")
                    .add("log_every_steps", Type::Int, yaml("10"), "log the mean training loss every N optimizer steps").min(1)
                    .add("eval_every", Type::Int, Node("epoch"), "evaluate every `epoch`, every N optimizer steps, or `never`")
                    .min(1).choices({"epoch", "never"})

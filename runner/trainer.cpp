@@ -211,6 +211,7 @@ EvalResult train(Job& job, const WorldInfo& world) {
     spdlog::info("{}", python_dict(shown));
     if (metrics) metrics->write(line);
     ddp->module().train();
+    if (tcfg["bn_eval"].as<bool>()) freeze_batchnorm_statistics(ddp->module());
     return r;
   };
 
@@ -223,8 +224,10 @@ EvalResult train(Job& job, const WorldInfo& world) {
   std::vector<at::Tensor> trainable;
   for (auto& [_, p] : job.trainable()) trainable.push_back(p);
   optimizer->zero_grad();
+  const bool bn_eval = tcfg["bn_eval"].as<bool>();
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     ddp->module().train();
+    if (bn_eval) freeze_batchnorm_statistics(ddp->module());
     train_loader.start_epoch(epoch);
     int64_t micro = 0;
     for (;;) {

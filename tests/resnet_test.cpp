@@ -3,6 +3,7 @@
 // ways: key names, order and shapes, seeded init, eval logits, a training step (gradients, BN
 // statistics, dropout and stochastic depth), F32/F16/BF16 weights, and `model.pretrained`.
 #include "components/models/model.h"
+#include "runner/job.h"
 #include "runner/safetensors.h"
 #include "runner/weights.h"
 
@@ -336,6 +337,26 @@ TEST_F(Pretrained, MissingOrMismatchedFileIsOneLineNamingIt) {
                         0),
             0u)
       << r.err;
+}
+
+}  // namespace
+}  // namespace trainrun
+
+namespace trainrun {
+namespace {
+
+TEST(FreezeRules, BnEvalKeepsFrozenBatchNormStatistics) {
+  auto model = make_model("resnet18", "{num_classes: 10}");
+  apply_freeze_rules(*model, YAML::Load("[{params: '*', trainable: false}, {params: 'layer4.*', trainable: true}]"));
+  model->train();
+  EXPECT_EQ(freeze_batchnorm_statistics(*model), 15);  // bn1, layers 1-3 (4+5+5); layer4's BNs train
+  auto buffers = model->named_buffers();
+  at::Tensor frozen_before = buffers["layer1.0.bn1.running_mean"].clone();
+  at::Tensor trained_before = buffers["layer4.0.bn1.running_mean"].clone();
+  torch::NoGradGuard no_grad;
+  model->forward(torch::randn({2, 3, 64, 64}));
+  EXPECT_TRUE(torch::equal(buffers["layer1.0.bn1.running_mean"], frozen_before));
+  EXPECT_FALSE(torch::equal(buffers["layer4.0.bn1.running_mean"], trained_before));
 }
 
 }  // namespace
