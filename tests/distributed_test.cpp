@@ -123,6 +123,17 @@ TEST_F(Distributed, MaxRestartsRelaunchesTheWorld) {
   EXPECT_TRUE(std::filesystem::exists(dir / "run/model.safetensors"));
 }
 
+TEST_F(Distributed, SigintOnTheLauncherReachesEveryRank) {
+  std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 train.log_every_steps=5 "
+                                   "output.dir=" + (dir / "run"));
+  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
+                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
+                     "kill -INT $L; wait $L; echo rc=$?; sleep 0.5; pgrep -f \"output.dir=" + (dir / "run") +
+                     "\" >/dev/null && echo left-behind || echo all-gone'");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out << test::read_file(dir / "err");
+  EXPECT_NE(r.out.find("all-gone"), std::string::npos) << r.out;
+}
+
 TEST_F(Distributed, FileStoreRendezvous) {
   auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.init_method=file://" + (dir / "store") +
                                     " data.max_train_samples=256 data.max_eval_samples=100 output.dir=" + (dir / "run")));
