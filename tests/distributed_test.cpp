@@ -128,10 +128,11 @@ TEST_F(Distributed, SigintOnTheLauncherReachesEveryRank) {
                                    "output.dir=" + (dir / "run"));
   auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
                      "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
-                     "kill -INT $L; wait $L; echo rc=$?; sleep 0.5; pgrep -f \"output.dir=" + (dir / "run") +
-                     "\" >/dev/null && echo left-behind || echo all-gone'");
+                     "W=$(pgrep -P $L); kill -INT $L; wait $L; echo rc=$?; sleep 0.5; " +
+                     "for p in $W; do kill -0 $p 2>/dev/null && echo left-behind; done; echo workers=$W'");
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out << test::read_file(dir / "err");
-  EXPECT_NE(r.out.find("all-gone"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("left-behind"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ' '), 1) << r.out;  // "workers=A B": two workers were running
 }
 
 TEST_F(Distributed, FileStoreRendezvous) {
