@@ -106,7 +106,7 @@ std::string resolve_precision(const std::string& wanted, const std::string& devi
 
 }  // namespace
 
-Job build_job(Recipe recipe) {
+Job build_job(Recipe recipe, const JobOptions& options) {
   Job job;
   job.recipe = std::move(recipe);
   YAML::Node root = job.recipe.root;
@@ -124,11 +124,15 @@ Job build_job(Recipe recipe) {
   if (world["backend"].as<std::string>() == "nccl" && job.device != "cuda")
     throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
 
-  const auto& dataset_entry = Registry<Dataset>::instance().get(root["data"]["dataset"]["name"].as<std::string>());
-  job.data = dataset_entry.make(job.recipe.section("data.dataset"));
-  job.data.train = limit(job.data.train, root["data"]["max_train_samples"]);
-  job.data.eval = limit(job.data.eval, root["data"]["max_eval_samples"]);
-  if (job.data.train->size() == 0) throw DataError("data.dataset: the training split is empty");
+  if (options.data) {
+    const auto& dataset_entry = Registry<Dataset>::instance().get(root["data"]["dataset"]["name"].as<std::string>());
+    job.data = dataset_entry.make(job.recipe.section("data.dataset"));
+    job.data.train = limit(job.data.train, root["data"]["max_train_samples"]);
+    job.data.eval = limit(job.data.eval, root["data"]["max_eval_samples"]);
+    if (job.data.train->size() == 0) throw DataError("data.dataset: the training split is empty");
+  } else {
+    job.data.classes = options.classes;
+  }
 
   YAML::Node model_cfg = root["model"];
   if (model_cfg["num_classes"] && model_cfg["num_classes"].Scalar() == "auto")
@@ -139,7 +143,7 @@ Job build_job(Recipe recipe) {
   } catch (const std::invalid_argument& e) {
     throw RecipeError(std::string("model: ") + e.what());
   }
-  if (model_cfg["pretrained"] && !model_cfg["pretrained"].IsNull()) {
+  if (options.pretrained && model_cfg["pretrained"] && !model_cfg["pretrained"].IsNull()) {
     std::string file = model_cfg["pretrained"].as<std::string>();
     LoadReport report;
     try {

@@ -30,10 +30,20 @@ struct Job {
   NamedParameters trainable() const;
 };
 
+// What to leave out when a command needs less than a training run.
+struct JobOptions {
+  // Build the datasets. Without them `classes` names the classes (predict with a run's
+  // labels.json) and job.data has no splits.
+  bool data = true;
+  std::vector<std::string> classes;
+  // Load model.pretrained (not when a checkpoint's weights replace it anyway).
+  bool pretrained = true;
+};
+
 // Builds data, model (with pretrained weights and freeze rules), transforms and loss. Fills
 // `auto` values (num_classes, normalize: model, threads) into job.recipe so the resolved
 // recipe shows what ran. Throws RecipeError, DataError or WeightsError: bad input, exit 2.
-Job build_job(Recipe recipe);
+Job build_job(Recipe recipe, const JobOptions& options = {});
 
 // Builds the optimizer over the trainable parameters, and its scheduler.
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job);

@@ -1,11 +1,13 @@
 // trainrun's command line (SPEC §1). Exit codes: 0 done, 2 bad recipe or command line (nothing
 // started), 1 a run that failed after starting.
+#include "components/data/image.h"
 #include "components/data/loader.h"
 #include "runner/accelerator.h"
 #include "runner/job.h"
 #include "runner/launcher.h"
 #include "runner/logging.h"
 #include "runner/recipe.h"
+#include "runner/report.h"
 #include "runner/trainer.h"
 #include "runner/weights.h"
 
@@ -15,10 +17,14 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 namespace trainrun {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string thousands(int64_t n) {
   std::string s = std::to_string(n);
@@ -109,10 +115,41 @@ int cmd_check(const std::vector<std::string>& args, bool schedule) {
   return 0;
 }
 
+// The weights file of `--checkpoint`: a .safetensors file, or a folder holding model.safetensors.
+std::string weights_file(const std::string& checkpoint) {
+  if (fs::is_directory(checkpoint)) return (fs::path(checkpoint) / "model.safetensors").string();
+  return checkpoint;
+}
+
+// The run's labels.json beside the weights (a run folder) or one level up (a checkpoint folder
+// inside one); empty when there is none.
+std::vector<std::string> run_labels(const std::string& weights) {
+  fs::path dir = fs::path(weights).parent_path();
+  for (const fs::path& candidate : {dir / "labels.json", dir.parent_path() / "labels.json"}) {
+    if (!fs::is_regular_file(candidate)) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(std::ifstream(candidate));
+    } catch (const nlohmann::json::exception& e) {
+      throw DataError(candidate.string() + ": not a labels file: " + e.what());
+    }
+    std::vector<std::string> labels(j.size());
+    for (auto& [index, name] : j.items()) {
+      std::size_t i = std::stoul(index);
+      if (i >= labels.size() || !name.is_string()) throw DataError(candidate.string() + ": not a labels file (index " + index + ")");
+      labels[i] = name.get<std::string>();
+    }
+    return labels;
+  }
+  return {};
+}
+
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint) {
-  Job job = load_job(args);
-  std::string file = checkpoint;
-  if (std::filesystem::is_directory(file)) file = (std::filesystem::path(file) / "model.safetensors").string();
+  auto [recipe, overrides] = recipe_args(args);
+  JobOptions options;
+  options.pretrained = false;  // the checkpoint's weights replace them
+  Job job = build_job(load_recipe(recipe, overrides), options);
+  std::string file = weights_file(checkpoint);
   load_state_dict(*job.model, load_safetensors(file), file);
   at::set_num_threads(int(job.threads));
   job.model->to(job.device);
@@ -122,11 +159,82 @@ int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint
   o.shard.shuffle = o.shard.pad = false;
   DataLoader loader(job.data.eval, job.eval_transforms, o);
   Accelerator acc(WorldInfo{}, accelerator_options(job));
-  EvalResult r = evaluate(*job.model, loader, *job.loss, job, acc);
+  EvalResult r = evaluate(*job.model, loader, *job.loss, job, acc, /*keep_predictions=*/true);
   std::vector<std::pair<std::string, double>> shown(r.metrics.begin(), r.metrics.end());
   shown.emplace_back("eval_examples", double(r.examples));
   spdlog::info("{}", python_dict(shown));
+
+  ClassificationReport report = classification_report(r.targets, r.ranked, job.data.classes);
+  std::cout << "\n" << report.text() << "\n" << "top-1 accuracy " << fmt::format("{:.4f}", report.accuracy)
+            << ", top-5 accuracy " << fmt::format("{:.4f}", report.top5_accuracy) << "\n";
+  nlohmann::ordered_json out;
+  out["checkpoint"] = checkpoint;
+  out["split"] = job.data.eval_split_name;
+  for (auto& [key, value] : r.metrics) out[key] = value;
+  out.update(report.json());
+  // Next to the weights it describes; written whole or not at all.
+  fs::path report_path = fs::path(file).parent_path() / "eval_report.json";
+  fs::path tmp = report_path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << out.dump(2) << "\n";
+    if (!f.flush()) throw TrainingError(report_path.string() + ": cannot write the report");
+  }
+  std::error_code ec;
+  fs::rename(tmp, report_path, ec);
+  if (ec) throw TrainingError(report_path.string() + ": cannot write the report: " + ec.message());
+  spdlog::info("Wrote {}", report_path.string());
   return 0;
+}
+
+// `predict`: one JSON line per image, in the order given (SPEC §1). Scores are softmax
+// probabilities; "logits" is the model's raw output (log-probabilities for basicnet).
+int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,
+                const std::vector<std::string>& images) {
+  for (auto& image : images)
+    if (!fs::is_regular_file(image)) throw RecipeError("predict: " + image + ": no such file");
+  if (top_k < 1) throw RecipeError("predict: --top-k must be at least 1");
+  auto [recipe, overrides] = recipe_args(args);
+  std::string file = weights_file(checkpoint);
+  JobOptions options;
+  options.pretrained = false;
+  options.classes = run_labels(file);
+  options.data = options.classes.empty();  // without labels.json the dataset names the classes
+  Job job = build_job(load_recipe(recipe, overrides), options);
+  load_state_dict(*job.model, load_safetensors(file), file);
+  at::set_num_threads(int(job.threads));
+  job.model->to(job.device);
+  job.model->eval();
+  torch::NoGradGuard no_grad;
+  const YAML::Node on_bad_file = job.recipe.root["data"]["on_bad_file"];
+  const bool skip_bad = !on_bad_file.IsDefined() || on_bad_file.as<std::string>() == "skip";
+  const int64_t channels = job.model->input_config().input_size.at(0);
+  int64_t skipped = 0;
+  for (auto& image : images) {
+    at::Tensor pixels;
+    try {
+      pixels = decode_image(image, channels);
+    } catch (const DataError& e) {
+      if (!skip_bad) throw;
+      std::cerr << "warning: " << e.what() << " (skipped)\n";  // stdout holds only the JSON lines
+      ++skipped;
+      continue;
+    }
+    Rng rng(0);  // eval transforms draw nothing
+    at::Tensor out = job.model->forward(job.eval_transforms(pixels, rng).unsqueeze(0).to(job.device))[0].to(at::kFloat).cpu();
+    at::Tensor probs = job.model->outputs_log_probs() ? out.exp() : out.softmax(0);
+    auto [scores, indices] = probs.topk(std::min<int64_t>(top_k, probs.size(0)));
+    auto label = [&](int64_t i) { return std::size_t(i) < job.data.classes.size() ? job.data.classes[std::size_t(i)] : std::to_string(i); };
+    nlohmann::ordered_json topk = nlohmann::ordered_json::array();
+    for (int64_t k = 0; k < indices.size(0); ++k)
+      topk.push_back({{"label", label(indices[k].item<int64_t>())}, {"index", indices[k].item<int64_t>()}, {"score", scores[k].item<double>()}});
+    std::vector<double> logits(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+    nlohmann::ordered_json line{{"file", image}, {"label", topk[0]["label"]}, {"index", topk[0]["index"]},
+                                {"score", topk[0]["score"]}, {"topk", topk}, {"logits", logits}};
+    std::cout << line.dump() << std::endl;
+  }
+  return skipped ? 1 : 0;
 }
 
 int cmd_list(const std::string& kind) {
@@ -199,6 +307,13 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand("eval", "evaluate a checkpoint folder or .safetensors file on the eval split");
   eval->add_option("recipe", eval_args, "RECIPE.yaml [key.path=value ...]")->required();
   eval->add_option("--checkpoint", checkpoint, "checkpoint folder or .safetensors file")->required();
+  auto* predict = app.add_subcommand("predict", "classify image files; one JSON line per image on stdout");
+  std::vector<std::string> predict_args, images;
+  int64_t top_k = 5;
+  predict->add_option("recipe", predict_args, "RECIPE.yaml [key.path=value ...]")->required();
+  predict->add_option("--checkpoint", checkpoint, "checkpoint folder or .safetensors file")->required();
+  predict->add_option("--top-k", top_k, "classes listed per image (default 5)");
+  predict->add_option("--images", images, "image files (also accepted after the recipe and its overrides)");
   auto* list = app.add_subcommand("list", "what the registries hold");
   list->add_option("kind", kind, "models | datasets | optimizers | schedulers | transforms | losses");
   auto* describe = app.add_subcommand("describe", "one component's parameters, e.g. describe optimizers/adamw");
@@ -218,6 +333,14 @@ int main(int argc, char** argv) {
     if (*describe) return cmd_describe(component);
     if (*check) return cmd_check(check_args, schedule);
     if (*eval) return cmd_eval(eval_args, checkpoint);
+    if (*predict) {
+      // `predict RECIPE [overrides] IMAGE...`: overrides contain '=', image paths are the rest.
+      std::vector<std::string> recipe_part, files = images;
+      for (std::size_t i = 0; i < predict_args.size(); ++i)
+        (i == 0 || predict_args[i].find('=') != std::string::npos ? recipe_part : files).push_back(predict_args[i]);
+      if (files.empty()) throw RecipeError("predict: no image files given (usage: trainrun predict RECIPE.yaml --checkpoint PATH IMAGE...)");
+      return cmd_predict(recipe_part, checkpoint, top_k, files);
+    }
     if (args.empty()) {
       std::cout << app.help();
       return 2;

@@ -102,12 +102,14 @@ AcceleratorOptions accelerator_options(const Job& job) {
   return o;
 }
 
-EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc) {
+EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
+                    bool keep_predictions) {
   auto start = Clock::now();
   torch::NoGradGuard no_grad;
   model.eval();
   // Sums, not means, so ranks with shards of different sizes combine exactly.
   double loss_sum = 0, correct = 0, top5 = 0, n = 0;
+  EvalResult r;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     at::Tensor x = batch->inputs.to(acc.device()), y = batch->targets.to(acc.device());
@@ -120,13 +122,20 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     loss_sum += loss(out, y, model.outputs_log_probs()).item<double>() * double(y.size(0));
     correct += double(out.argmax(1).eq(y).sum().item<int64_t>());
     int64_t k = std::min<int64_t>(5, out.size(1));
-    top5 += double(std::get<1>(out.topk(k, 1)).eq(y.unsqueeze(1)).any(1).sum().item<int64_t>());
+    at::Tensor ranked = std::get<1>(out.topk(k, 1));
+    top5 += double(ranked.eq(y.unsqueeze(1)).any(1).sum().item<int64_t>());
     n += double(y.size(0));
+    if (keep_predictions) {
+      at::Tensor yc = y.cpu(), rc = ranked.cpu().contiguous();
+      for (int64_t i = 0; i < yc.size(0); ++i) {
+        r.targets.push_back(yc[i].item<int64_t>());
+        r.ranked.emplace_back(rc[i].data_ptr<int64_t>(), rc[i].data_ptr<int64_t>() + k);
+      }
+    }
   }
   at::Tensor totals = acc.reduce_sum(at::tensor({loss_sum, correct, top5, n}, at::kDouble));
   auto t = totals.accessor<double, 1>();
   double runtime = seconds_since(start);
-  EvalResult r;
   r.examples = int64_t(t[3]);
   r.metrics["eval_loss"] = t[3] > 0 ? t[0] / t[3] : NAN;
   r.metrics["eval_accuracy"] = t[3] > 0 ? t[1] / t[3] : NAN;

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace trainrun {
 
@@ -19,10 +20,15 @@ struct TrainingError : std::runtime_error {
 struct EvalResult {
   std::map<std::string, double> metrics;  // eval_loss, eval_accuracy, eval_top5, ...
   int64_t examples = 0;
+  // With keep_predictions: per example of this rank's shard, the target and the (up to) top-5
+  // classes by decreasing score, for the classification report.
+  std::vector<int64_t> targets;
+  std::vector<std::vector<int64_t>> ranked;
 };
 
 // One pass over this rank's eval shard, summed over ranks: every example counts once.
-EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc);
+EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
+                    bool keep_predictions = false);
 
 AcceleratorOptions accelerator_options(const Job& job);
 

@@ -6,7 +6,7 @@ packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libtorch-dev libglo
           nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libopenblas0-openmp
           dataset-fashion-mnist)
 if [ "${1:-}" = "--test" ]; then
-  packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy)
+  packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy python3-sklearn)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -89,6 +89,27 @@ TEST_F(EndToEnd, EvalCommandReadsTheSavedWeights) {
   expect << "'eval_accuracy': " << acc;
   EXPECT_NE(r.out.find(expect.str()), std::string::npos) << r.out << " vs " << acc;
   EXPECT_NE(r.out.find("'eval_examples': 1000.0"), std::string::npos) << r.out;
+
+  // The classification report: printed in sklearn's layout and written next to the weights.
+  EXPECT_NE(r.out.find("weighted avg"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  Ankle boot  "), std::string::npos) << r.out;
+  auto report = json::parse(test::read_file(dir / "run/eval_report.json"));
+  EXPECT_EQ(report["examples"], 1000);
+  EXPECT_DOUBLE_EQ(report["accuracy"].get<double>(), acc);
+  EXPECT_DOUBLE_EQ(report["eval_accuracy"].get<double>(), acc);
+  EXPECT_GE(report["top5_accuracy"].get<double>(), acc);
+  int64_t total = 0, diagonal = 0, support = 0;
+  for (std::size_t t = 0; t < 10; ++t)
+    for (std::size_t p = 0; p < 10; ++p) {
+      int64_t v = report["confusion_matrix"][t][p];
+      total += v;
+      diagonal += t == p ? v : 0;
+    }
+  for (auto& [name, row] : report["classes"].items()) support += row["support"].get<int64_t>();
+  EXPECT_EQ(total, 1000);
+  EXPECT_EQ(support, 1000);
+  EXPECT_EQ(report["classes"].size(), 10u);
+  EXPECT_DOUBLE_EQ(double(diagonal) / 1000.0, acc);
 }
 
 }  // namespace
@@ -115,3 +136,56 @@ TEST_F(EndToEnd, FrozenParametersStayBitIdenticalAndBf16Trains) {
 
 }  // namespace
 }  // namespace trainrun
+
+namespace trainrun {
+namespace {
+
+// `trainrun predict` on PNG files against PyTorch's Net on the same files (PIL + torchvision).
+TEST_F(EndToEnd, PredictMatchesPyTorchOnImageFiles) {
+  ASSERT_EQ(test::run(test::trainrun(common + "data.max_train_samples=640 train.eval_every=never output.dir=" + (dir / "run"))).code, 0);
+  std::filesystem::create_directories(dir / "images");
+  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/basicnet_predict.py") + " " +
+                      (dir / "run/model.safetensors") + " " + test::kFashionMnist + " 6 " + (dir / "images"));
+  ASSERT_EQ(py.code, 0) << py.err;
+  auto ref = json::parse(py.out);
+  std::string files;
+  for (auto& r : ref) files += " " + r["file"].get<std::string>();
+
+  // A checkpoint folder (labels.json beside the weights), with overrides before the images.
+  auto r = test::run(test::trainrun("predict " + test::source("recipes/quickstart.yaml") + " world.nproc_per_node=1 --top-k 3 --checkpoint " +
+                                    (dir / "run") + files));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::size_t i = 0;
+  for (std::string line; std::getline(lines, line); ++i) {
+    ASSERT_LT(i, ref.size()) << r.out;
+    auto got = json::parse(line);
+    EXPECT_EQ(got["file"], ref[i]["file"]);
+    EXPECT_EQ(got["label"], ref[i]["label"]);
+    EXPECT_EQ(got["index"], ref[i]["index"]);
+    EXPECT_NEAR(got["score"].get<double>(), ref[i]["score"].get<double>(), 1e-5);
+    ASSERT_EQ(got["topk"].size(), 3u);
+    EXPECT_EQ(got["topk"][0]["label"], got["label"]);
+    EXPECT_GE(got["topk"][0]["score"].get<double>(), got["topk"][1]["score"].get<double>());
+    ASSERT_EQ(got["logits"].size(), 10u);
+    for (std::size_t k = 0; k < 10; ++k) EXPECT_NEAR(got["logits"][k].get<double>(), ref[i]["logits"][k].get<double>(), 1e-4);
+  }
+  EXPECT_EQ(i, ref.size());
+
+  // A file that is not an image is skipped with its name on stderr (exit 1); a missing one is a
+  // bad command line (exit 2).
+  test::write_file(dir / "images/broken.png", "not a png");
+  auto bad = test::run(test::trainrun("predict " + test::source("recipes/quickstart.yaml") + " --checkpoint " +
+                                      (dir / "run/model.safetensors") + " " + (dir / "images/broken.png") + " " + ref[0]["file"].get<std::string>()));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("broken.png"), std::string::npos) << bad.err;
+  EXPECT_EQ(test::count_lines(bad.out), 1) << bad.out;
+  auto missing = test::run(test::trainrun("predict " + test::source("recipes/quickstart.yaml") + " --checkpoint " +
+                                          (dir / "run") + " " + (dir / "images/nope.png")));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("nope.png: no such file"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace trainrun
+
