@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 namespace trainrun {
@@ -32,16 +33,60 @@ NamedParameters Job::trainable() const {
   return out;
 }
 
-std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const YAML::Node& rules) {
+std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const YAML::Node& rules, int64_t epoch) {
   std::vector<int64_t> matched(rules.size(), 0);
   for (auto& p : model.named_parameters()) {
     for (std::size_t i = 0; i < rules.size(); ++i) {
+      if (rules[i]["from_epoch"] && rules[i]["from_epoch"].as<int64_t>() > epoch) continue;
       if (fnmatch(rules[i]["params"].as<std::string>().c_str(), p.key().c_str(), 0) != 0) continue;
       p.value().set_requires_grad(rules[i]["trainable"].as<bool>());
       ++matched[i];
     }
   }
   return matched;
+}
+
+namespace {
+
+// The freeze rules with train.unfreeze_at_epoch as a last rule {params: "*", trainable: true}.
+YAML::Node freeze_schedule(const Job& job) {
+  YAML::Node rules = YAML::Clone(job.recipe.root["freeze"]);
+  if (!rules.IsSequence()) rules = YAML::Node(YAML::NodeType::Sequence);
+  const YAML::Node& at = job.recipe.root["train"]["unfreeze_at_epoch"];
+  if (at && !at.IsNull()) {
+    YAML::Node all;
+    all["params"] = "*";
+    all["trainable"] = true;
+    all["from_epoch"] = at.as<int64_t>();
+    rules.push_back(all);
+  }
+  return rules;
+}
+
+}  // namespace
+
+bool freeze_changes_at(const Job& job, int64_t epoch) {
+  if (epoch <= 0) return false;  // build_job applied epoch 0's rules
+  for (const auto& rule : freeze_schedule(job))
+    if (rule["from_epoch"] && rule["from_epoch"].as<int64_t>() == epoch) return true;
+  return false;
+}
+
+NamedParameters apply_freeze_schedule(Job& job, int64_t epoch) {
+  std::set<const void*> before;
+  for (auto& [_, p] : job.trainable()) before.insert(p.unsafeGetTensorImpl());
+  apply_freeze_rules(*job.model, freeze_schedule(job), epoch);
+  NamedParameters added;
+  for (auto& [name, p] : job.trainable())
+    if (!before.count(p.unsafeGetTensorImpl())) added.emplace_back(name, p);
+  return added;
+}
+
+void add_param_groups(const Job& job, torch::optim::Optimizer& optimizer, const NamedParameters& params) {
+  if (params.empty()) return;
+  // The recipe's optimizer over just these parameters lays out their groups and options.
+  auto fresh = build_optimizer(job, params);
+  for (const auto& group : fresh->param_groups()) optimizer.add_param_group(group);
 }
 
 int64_t freeze_batchnorm_statistics(torch::nn::Module& model) {
@@ -155,7 +200,11 @@ Job build_job(Recipe recipe, const JobOptions& options) {
       job.notes.push_back("classifier " + r + " re-initialised for " +
                           std::to_string(model_cfg["num_classes"].as<int64_t>()) + " classes");
   }
-  auto matched = apply_freeze_rules(*job.model, root["freeze"]);
+  apply_freeze_rules(*job.model, root["freeze"]);
+  std::vector<int64_t> matched(root["freeze"].size(), 0);
+  for (auto& p : job.model->named_parameters())
+    for (std::size_t i = 0; i < matched.size(); ++i)
+      matched[i] += fnmatch(root["freeze"][i]["params"].as<std::string>().c_str(), p.key().c_str(), 0) == 0;
   for (std::size_t i = 0; i < matched.size(); ++i)
     if (matched[i] == 0)
       job.notes.push_back("freeze[" + std::to_string(i) + "]: '" + root["freeze"][i]["params"].as<std::string>() +
@@ -170,10 +219,12 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   return job;
 }
 
-std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job) {
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job) { return build_optimizer(job, job.trainable()); }
+
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job, const NamedParameters& params) {
   const auto& entry = Registry<torch::optim::Optimizer>::instance().get(job.recipe.root["optimizer"]["name"].as<std::string>());
   try {
-    return entry.make(job.recipe.section("optimizer"), job.trainable());
+    return entry.make(job.recipe.section("optimizer"), params);
   } catch (const std::invalid_argument& e) {
     throw RecipeError(e.what());
   }

@@ -62,6 +62,9 @@ std::map<std::string, Schema> make_sections() {
                    .above(0)
                    .add("bn_eval", Type::Bool, yaml("false"),
                         "frozen BatchNorm layers stay in eval mode: running statistics do not update")
+                   .add("unfreeze_at_epoch", Type::Int, Node(),
+                        "from this epoch on (counting from 0) every parameter trains, as fastai's fine_tune(freeze_epochs=N)")
+                   .min(1)
                    .add("log_every_steps", Type::Int, yaml("10"), "log the mean training loss every N optimizer steps").min(1)
                    .add("eval_every", Type::Int, Node("epoch"), "evaluate every `epoch`, every N optimizer steps, or `never`")
                    .min(1).choices({"epoch", "never"})
@@ -88,7 +91,10 @@ std::map<std::string, Schema> make_sections() {
                    .min(1).choices({"auto"});
   s["freeze[]"] = Schema()
                       .required("params", Type::String, "glob over parameter names (`*`, `fc.*`, `layer4.*`)")
-                      .required("trainable", Type::Bool, "whether the matching parameters train");
+                      .required("trainable", Type::Bool, "whether the matching parameters train")
+                      .add("from_epoch", Type::Int, yaml("0"),
+                           "the rule applies from this epoch on (counting from 0): gradual unfreezing")
+                      .min(0);
   return s;
 }
 

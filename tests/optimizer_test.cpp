@@ -2,6 +2,7 @@
 // by python3-torch: ten steps on a small fixed net must leave the same parameters (1e-6). And
 // the cross_entropy loss against F.cross_entropy.
 #include "components/optim/optim.h"
+#include "runner/job.h"
 #include "runner/recipe.h"
 #include "runner/safetensors.h"
 
@@ -96,6 +97,46 @@ INSTANTIATE_TEST_SUITE_P(
         OptimizerCase{"sgd_no_decay_bias",
                       R"({"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.1, "no_decay": ["bias"]})"}),
     [](const ::testing::TestParamInfo<OptimizerCase>& info) { return info.param.name; });
+
+// Gradual unfreezing (train.unfreeze_at_epoch, freeze[].from_epoch): parameters that start
+// training mid-run join the running optimizer as torch's add_param_group does, with the recipe's
+// settings and fresh state, while the others keep theirs.
+TEST(OptimizerParity, UnfrozenParametersJoinLikeAddParamGroup) {
+  for (std::string section : {R"({"name": "adamw", "lr": 0.01, "weight_decay": 0.5, "no_decay": ["bias"]})",
+                              R"({"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.01})"}) {
+    SCOPED_TRACE(section);
+    test::TempDir dir;
+    TensorList data = fixture();
+    save_safetensors(dir / "in.safetensors", data);
+    auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/optim_steps.py") + " " +
+                        (dir / "in.safetensors") + " '" + section + "' " + (dir / "out.safetensors") + " 4");
+    ASSERT_EQ(py.code, 0) << py.err;
+    TensorList expected = load_safetensors(dir / "out.safetensors");
+
+    NamedParameters params;
+    for (auto& n : kParams) params.emplace_back(n, get(data, n).clone().requires_grad_(n.rfind("fc2", 0) == 0));
+    Job job;
+    job.recipe = load_recipe(test::source("recipes/quickstart.yaml"), {"optimizer=" + section});
+    auto optimizer = build_optimizer(job, NamedParameters(params.begin() + 2, params.end()));
+    auto loss = Registry<Loss>::instance().get("cross_entropy").make(Config(YAML::Load("{label_smoothing: 0.0}"), "train.loss"));
+    at::Tensor x = get(data, "x"), y = get(data, "y");
+    for (int step = 0; step < 10; ++step) {
+      if (step == 4) {
+        for (int i = 0; i < 2; ++i) params[i].second.requires_grad_(true);
+        add_param_groups(job, *optimizer, NamedParameters(params.begin(), params.begin() + 2));
+      }
+      optimizer->zero_grad();
+      at::Tensor h = torch::tanh(torch::nn::functional::linear(x, params[0].second, params[1].second));
+      at::Tensor out = torch::nn::functional::linear(h, params[2].second, params[3].second);
+      (*loss)(out, y, false).backward();
+      optimizer->step();
+    }
+    double worst = 0;
+    for (auto& [name, p] : params) worst = std::max(worst, (p.detach() - get(expected, name)).abs().max().item<double>());
+    EXPECT_LE(worst, 1e-6);
+    EXPECT_GT((params[0].second.detach() - get(data, "fc1.weight")).abs().max().item<double>(), 1e-2);
+  }
+}
 
 TEST(OptimizerRegistry, NoDecayPutsBiasesInAZeroDecayGroup) {
   NamedParameters params;

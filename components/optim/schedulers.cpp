@@ -18,6 +18,9 @@ Scheduler::Scheduler(torch::optim::Optimizer& optimizer) : optimizer_(optimizer)
 
 void Scheduler::apply(int64_t step) {
   auto& groups = optimizer_.param_groups();
+  // Groups added since (gradual unfreezing) follow the schedule from their own lr, which
+  // add_param_groups sets to the recipe's; torch's schedulers have no such rule.
+  for (std::size_t i = base_lrs_.size(); i < groups.size(); ++i) base_lrs_.push_back(groups[i].options().get_lr());
   std::optional<double> m = momentum(step);
   for (std::size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lr(step, base_lrs_.at(i)));
   if (m) set_momentum(optimizer_, *m);

@@ -1,12 +1,15 @@
 """Ten torch.optim steps on the two-layer net of tests/optimizer_test.cpp, as the reference.
 
-usage: optim_steps.py IN.safetensors OPTIMIZER_JSON OUT.safetensors
+usage: optim_steps.py IN.safetensors OPTIMIZER_JSON OUT.safetensors [UNFREEZE_STEP]
   IN holds fc1.weight, fc1.bias, fc2.weight, fc2.bias, x (inputs) and y (int64 targets).
   OPTIMIZER_JSON is the recipe's optimizer section ({"name": "sgd", "lr": 0.1, ...}); its keys
   are torch.optim's argument names, and `no_decay: [bias]` puts the biases in a group with
   weight_decay 0.
 Each step: zero_grad, F.cross_entropy(fc2(tanh(fc1(x))), y), backward, step. OUT gets the four
 parameters after the last step.
+With UNFREEZE_STEP K, fc1 is frozen (requires_grad False, not in the optimizer) for the first K
+steps, then unfrozen and handed to the running optimizer with add_param_group (its biases in a
+zero-decay group when no_decay says so): gradual unfreezing as a PyTorch script does it.
 """
 import json
 import sys
@@ -28,14 +31,27 @@ def main():
     if "betas" in cfg:
         cfg["betas"] = tuple(cfg["betas"])
     assert set(no_decay) <= {"bias"}, "the reference only knows no_decay: [bias]"
-    if no_decay:
-        groups = [{"params": [p for n, p in params.items() if not n.endswith("bias")]},
-                  {"params": [p for n, p in params.items() if n.endswith("bias")], "weight_decay": 0.0}]
-    else:
-        groups = [{"params": list(params.values())}]
-    opt = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](groups, **cfg)
+    unfreeze = int(sys.argv[4]) if len(sys.argv) > 4 else None
+
+    def groups_of(names):
+        chosen = {n: params[n] for n in names}
+        if no_decay:
+            return [{"params": [p for n, p in chosen.items() if not n.endswith("bias")]},
+                    {"params": [p for n, p in chosen.items() if n.endswith("bias")], "weight_decay": 0.0}]
+        return [{"params": list(chosen.values())}]
+
+    first = NAMES if unfreeze is None else NAMES[2:]
+    if unfreeze is not None:
+        for n in NAMES[:2]:
+            params[n].requires_grad_(False)
+    opt = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](groups_of(first), **cfg)
     x, y = data["x"], data["y"]
-    for _ in range(10):
+    for step in range(10):
+        if step == unfreeze:
+            for n in NAMES[:2]:
+                params[n].requires_grad_(True)
+            for g in groups_of(NAMES[:2]):
+                opt.add_param_group(g)
         opt.zero_grad()
         h = torch.tanh(F.linear(x, params["fc1.weight"], params["fc1.bias"]))
         loss = F.cross_entropy(F.linear(h, params["fc2.weight"], params["fc2.bias"]), y)
