@@ -42,4 +42,21 @@ class Compose {
   std::vector<std::shared_ptr<Transform>> steps_;
 };
 
+// torchvision's geometry, shared by the transforms and exposed for the tests.
+struct CropBox {
+  int64_t top = 0, left = 0, height = 0, width = 0;
+};
+
+// RandomResizedCrop.get_params: 10 tries of area ~ U(scale) * H * W and log-ratio ~
+// U(log ratio), a box that fits placed uniformly; else the centre crop clamped to `ratio`.
+CropBox random_resized_crop_box(int64_t height, int64_t width, const std::vector<double>& scale,
+                                const std::vector<double>& ratio, Rng& rng);
+
+// Crops `box` out of a uint8 H x W x C image and resizes it to height x width (resized_crop).
+at::Tensor resized_crop(const at::Tensor& image, const CropBox& box, int64_t height, int64_t width);
+
+// A double in [0, 1) from 53 random bits: the same stream on every platform (unlike
+// std::uniform_real_distribution, whose algorithm is the library's choice).
+inline double uniform01(Rng& rng) { return double(rng() >> 11) * 0x1.0p-53; }
+
 }  // namespace trainrun
