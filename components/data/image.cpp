@@ -33,8 +33,11 @@ at::Tensor decode_image(const std::string& path, int64_t channels) {
 
 void write_image(const std::string& path, const at::Tensor& image) {
   at::Tensor img = image;
-  cv::Mat m = as_mat(img), bgr = m;
-  if (m.channels() == 3) cv::cvtColor(m, bgr, cv::COLOR_RGB2BGR);
+  cv::Mat m = as_mat(img), bgr;
+  if (m.channels() == 3)
+    cv::cvtColor(m, bgr, cv::COLOR_RGB2BGR);  // a new buffer: the caller's image stays RGB
+  else
+    bgr = m;
   bool ok = false;
   try {
     ok = cv::imwrite(path, bgr);
