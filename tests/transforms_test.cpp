@@ -182,6 +182,26 @@ TEST(Resize, OutputSizesFollowTorchvision) {
   EXPECT_EQ((*make("resize", "{size: 28, max_size: null}"))(gray, rng).sizes(), (std::vector<int64_t>{28, 28, 1}));
 }
 
+// to_tensor + normalize run fused (one table lookup per pixel); the numbers must stay those of
+// torchvision's ToTensor (float(x) / 255) and Normalize (sub_(mean).div_(std)) in torch's ops.
+TEST(Transforms, ToTensorAndNormalizeGiveTorchvisionsNumbersBitForBit) {
+  Rng rng(0);
+  at::Tensor img = torch::arange(256 * 3, torch::kLong).remainder(256).to(torch::kUInt8).view({16, 16, 3});
+  img = img.flip(0).contiguous();
+  at::Tensor expect = img.permute({2, 0, 1}).contiguous().to(torch::kFloat).div(255);
+  EXPECT_TRUE(Compose({make("to_tensor", "{}")})(img, rng).equal(expect));
+  auto normalize = make("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}");
+  at::Tensor mean = torch::tensor({0.485, 0.456, 0.406}, torch::kFloat).view({3, 1, 1});
+  at::Tensor std = torch::tensor({0.229, 0.224, 0.225}, torch::kFloat).view({3, 1, 1});
+  at::Tensor normalized = expect.clone().sub_(mean).div_(std);
+  EXPECT_TRUE(Compose({make("to_tensor", "{}"), normalize})(img, rng).equal(normalized));
+  EXPECT_TRUE((*normalize)(expect, rng).equal(normalized));  // unfused, after any float input
+  auto gray = make("normalize", "{mean: 0.1307, std: 0.3081}");
+  at::Tensor g = img.narrow(2, 0, 1).contiguous();
+  at::Tensor g_expect = g.permute({2, 0, 1}).to(torch::kFloat).div(255).sub_(0.1307f).div_(0.3081f);
+  EXPECT_TRUE(Compose({make("to_tensor", "{}"), gray})(g, rng).equal(g_expect));
+}
+
 TEST(Transforms, ImageTransformsAfterToTensorSayWhere) {
   Rng rng(0);
   at::Tensor chw = torch::zeros({3, 8, 8});

@@ -20,6 +20,9 @@ class Transform {
   virtual ~Transform() = default;
   // uint8 HWC image before `to_tensor`, float CHW tensor after it.
   virtual at::Tensor operator()(const at::Tensor& x, Rng& rng) const = 0;
+  // One transform doing this one's work and then `next`'s in a single pass (same numbers), or
+  // null. Compose asks, so to_tensor + normalize touch each pixel once.
+  virtual std::shared_ptr<Transform> fuse(const Transform& next) const { return nullptr; }
 };
 
 template <>
@@ -31,7 +34,15 @@ struct Kind<Transform> {
 class Compose {
  public:
   Compose() = default;
-  explicit Compose(std::vector<std::shared_ptr<Transform>> steps) : steps_(std::move(steps)) {}
+  explicit Compose(std::vector<std::shared_ptr<Transform>> steps) {
+    for (auto& t : steps) {
+      std::shared_ptr<Transform> fused = steps_.empty() ? nullptr : steps_.back()->fuse(*t);
+      if (fused)
+        steps_.back() = std::move(fused);
+      else
+        steps_.push_back(std::move(t));
+    }
+  }
   at::Tensor operator()(at::Tensor x, Rng& rng) const {
     for (auto& t : steps_) x = (*t)(x, rng);
     return x;

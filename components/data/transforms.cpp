@@ -71,12 +71,39 @@ std::vector<double> pair_of(const Config& c, const std::string& key) {
   return v;
 }
 
-class ToTensor : public Transform {
+// uint8 HWC -> float CHW through one lookup table per channel: entry v is what torchvision
+// computes for a pixel v (ToTensor's float(v) / 255, then Normalize's (x - mean) / std, each
+// in float), taken from torch's own ops so the numbers are the same bit for bit.
+class ToTensorLut : public Transform {
  public:
+  explicit ToTensorLut(at::Tensor lut) : lut_(std::move(lut)) {}  // C' x 256 float; C' = 1 broadcasts
   at::Tensor operator()(const at::Tensor& x, Rng&) const override {
     if (x.scalar_type() != at::kByte) return x;  // already a float tensor, as torchvision allows
-    return x.permute({2, 0, 1}).to(at::kFloat).div_(255.0);
+    at::Tensor img = x.contiguous();
+    int64_t h = img.size(0), w = img.size(1), c = img.size(2), n = h * w;
+    if (lut_.size(0) != 1 && lut_.size(0) != c)
+      throw std::invalid_argument("normalize: " + std::to_string(lut_.size(0)) + " means for an image with " +
+                                  std::to_string(c) + " channels");
+    at::Tensor out = at::empty({c, h, w}, at::kFloat);
+    const uint8_t* in = img.data_ptr<uint8_t>();
+    float* o = out.data_ptr<float>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* table = lut_.data_ptr<float>() + (lut_.size(0) == 1 ? 0 : ch) * 256;
+      float* plane = o + ch * n;
+      for (int64_t i = 0; i < n; ++i) plane[i] = table[in[i * c + ch]];
+    }
+    return out;
   }
+  std::shared_ptr<Transform> fuse(const Transform& next) const override;
+
+ protected:
+  at::Tensor lut_;
+};
+
+class ToTensor : public ToTensorLut {
+ public:
+  ToTensor() : ToTensorLut(at::arange(256, at::kFloat).view({1, 256}).div(255.0)) {}
+  const at::Tensor& lut() const { return lut_; }
 };
 
 class Normalize : public Transform {
@@ -93,10 +120,20 @@ class Normalize : public Transform {
                                   std::to_string(x.size(0)) + " channels");
     return (x - mean_) / std_;
   }
+  // The table of `to_tensor` then this, per channel.
+  at::Tensor after(const at::Tensor& lut) const {
+    return ((lut.view({1, 1, 256}) - mean_) / std_).reshape({-1, 256}).contiguous();
+  }
 
  private:
   at::Tensor mean_, std_;
 };
+
+std::shared_ptr<Transform> ToTensorLut::fuse(const Transform& next) const {
+  auto* normalize = dynamic_cast<const Normalize*>(&next);
+  if (!normalize || lut_.size(0) != 1) return nullptr;
+  return std::make_shared<ToTensorLut>(normalize->after(lut_));
+}
 
 // transforms.Resize(size, max_size): torchvision's _compute_resized_output_size.
 class Resize : public Transform {
