@@ -156,6 +156,7 @@ int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint
   LoaderOptions o;
   o.batch_size = job.recipe.root["data"]["eval_batch_size"].as<int64_t>();
   o.workers = job.recipe.root["data"]["workers"].as<int64_t>();
+  o.skip_bad_files = job.recipe.root["data"]["on_bad_file"].as<std::string>() == "skip";
   o.shard.shuffle = o.shard.pad = false;
   DataLoader loader(job.data.eval, job.eval_transforms, o);
   Accelerator acc(WorldInfo{}, accelerator_options(job));

@@ -50,6 +50,9 @@ std::map<std::string, Schema> make_sections() {
                   .add("batch_size", Type::Int, yaml("64"), "examples per batch per process").min(1)
                   .add("eval_batch_size", Type::Int, Node(), "evaluation batch per process; null = batch_size").min(1)
                   .add("workers", Type::Int, yaml("2"), "decode/augment threads per process (0 = in the training thread)").min(0)
+                  .add("on_bad_file", Type::String, Node("skip"),
+                       "an image that does not decode: skip (left out of its batch, with a warning) | error (stop)")
+                  .choices({"skip", "error"})
                   .add("max_train_samples", Type::Int, Node(), "use only the first N training examples").min(1)
                   .add("max_eval_samples", Type::Int, Node(), "use only the first N evaluation examples").min(1);
   s["train"] = Schema()

@@ -59,6 +59,7 @@ LoaderOptions loader_options(const Job& job, bool train) {
   LoaderOptions o;
   o.batch_size = data[train ? "batch_size" : "eval_batch_size"].as<int64_t>();
   o.workers = data["workers"].as<int64_t>();
+  o.skip_bad_files = data["on_bad_file"].as<std::string>() == "skip";
   o.shard.shuffle = train;
   o.shard.pad = train;
   o.shard.seed = job.recipe.root["seed"].as<uint64_t>();

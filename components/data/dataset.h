@@ -38,6 +38,12 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One example's file cannot be read or decoded. The loader skips the example (and warns) or
+// stops the run, as `data.on_bad_file` says.
+struct UnreadableFile : DataError {
+  using DataError::DataError;
+};
+
 template <>
 struct Kind<Dataset> {
   static constexpr const char* name = "datasets";

@@ -1,15 +1,21 @@
-// Image files to uint8 HWC tensors, decoded with OpenCV in RGB order (PIL's), or as one
-// grayscale channel (PIL's convert('L')) for single-channel models.
+// Image files -> uint8 H x W x C tensors, decoded by OpenCV in PIL's channel order.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <string>
 
 namespace trainrun {
 
-// channels: 3 (RGB) or 1 (grayscale). Throws DataError naming the file when it cannot be read
-// or decoded.
+// Decodes an image file (JPEG, PNG, BMP, TIFF, WebP, PPM/PGM: whatever OpenCV's imgcodecs reads)
+// into uint8 H x W x C: channels 3 = RGB (PIL's convert('RGB')), channels 1 = luma (PIL's
+// convert('L'), ITU-R 601-2 weights). Throws UnreadableFile (a DataError) naming the file when
+// it is missing or does not decode.
 at::Tensor decode_image(const std::string& path, int64_t channels);
+
+// Writes a uint8 H x W x C image (RGB or grayscale) in the format the extension names
+// (.jpg at OpenCV's default quality 95, .png, ...). For fixtures and benchmarks.
+void write_image(const std::string& path, const at::Tensor& image);
 
 }  // namespace trainrun

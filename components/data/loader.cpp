@@ -1,6 +1,7 @@
 #include "components/data/loader.h"
 
 #include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
 
 #include <condition_variable>
 #include <functional>
@@ -91,14 +92,26 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
 Batch DataLoader::load(std::vector<int64_t> indices, int64_t epoch) const {
   std::vector<at::Tensor> images, labels;
   images.reserve(indices.size());
+  std::string last_error;
   for (int64_t i : indices) {
-    Example ex = dataset_->get(std::size_t(i));
+    Example ex;
+    try {
+      ex = dataset_->get(std::size_t(i));
+    } catch (const UnreadableFile& e) {
+      if (!options_.skip_bad_files) throw;
+      last_error = e.what();
+      // Dropped from this batch only: the other examples, and every other batch, are what they
+      // would have been, whatever the number of workers.
+      spdlog::warn("skipped an unreadable example ({} so far): {}", ++*skipped_, e.what());
+      continue;
+    }
     // One generator per example from (seed, epoch, index): identical whatever the worker count.
     std::seed_seq seq{uint64_t(options_.shard.seed), uint64_t(epoch), uint64_t(i)};
     Rng rng(seq);
     images.push_back(transforms_(ex.image, rng));
     labels.push_back(at::scalar_tensor(ex.label, at::kLong));
   }
+  if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + last_error);
   return {at::stack(images), at::stack(labels)};
 }
 

@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <atomic>
 #include <deque>
 #include <future>
 #include <memory>
@@ -27,6 +28,9 @@ struct LoaderOptions {
   int64_t workers = 0;  // 0 = load on the calling thread
   int64_t prefetch_batches_per_worker = 2;
   bool drop_last = false;
+  // data.on_bad_file: skip = an example whose file cannot be decoded (UnreadableFile) is left
+  // out of its batch with a warning naming the file; error = the exception stops the run.
+  bool skip_bad_files = true;
   ShardOptions shard;
 };
 
@@ -41,6 +45,7 @@ class DataLoader {
   int64_t batches_per_epoch() const;
   int64_t examples_per_epoch() const;  // on this rank
   const Dataset& dataset() const { return *dataset_; }
+  int64_t skipped_files() const { return skipped_->load(); }  // since the loader was made
 
  private:
   Batch load(std::vector<int64_t> indices, int64_t epoch) const;
@@ -54,6 +59,7 @@ class DataLoader {
   int64_t epoch_ = 0;
   int64_t next_batch_ = 0;  // next batch to schedule
   std::deque<std::future<Batch>> pending_;
+  std::shared_ptr<std::atomic<int64_t>> skipped_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace trainrun

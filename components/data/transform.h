@@ -20,6 +20,9 @@ class Transform {
   virtual ~Transform() = default;
   // uint8 HWC image before `to_tensor`, float CHW tensor after it.
   virtual at::Tensor operator()(const at::Tensor& x, Rng& rng) const = 0;
+  // One transform doing this one's work and then `next`'s in a single pass (same numbers), or
+  // null. Compose asks, so to_tensor + normalize touch each pixel once.
+  virtual std::shared_ptr<Transform> fuse(const Transform& next) const { return nullptr; }
 };
 
 template <>
@@ -31,7 +34,15 @@ struct Kind<Transform> {
 class Compose {
  public:
   Compose() = default;
-  explicit Compose(std::vector<std::shared_ptr<Transform>> steps) : steps_(std::move(steps)) {}
+  explicit Compose(std::vector<std::shared_ptr<Transform>> steps) {
+    for (auto& t : steps) {
+      std::shared_ptr<Transform> fused = steps_.empty() ? nullptr : steps_.back()->fuse(*t);
+      if (fused)
+        steps_.back() = std::move(fused);
+      else
+        steps_.push_back(std::move(t));
+    }
+  }
   at::Tensor operator()(at::Tensor x, Rng& rng) const {
     for (auto& t : steps_) x = (*t)(x, rng);
     return x;
@@ -41,5 +52,22 @@ class Compose {
  private:
   std::vector<std::shared_ptr<Transform>> steps_;
 };
+
+// torchvision's geometry, shared by the transforms and exposed for the tests.
+struct CropBox {
+  int64_t top = 0, left = 0, height = 0, width = 0;
+};
+
+// RandomResizedCrop.get_params: 10 tries of area ~ U(scale) * H * W and log-ratio ~
+// U(log ratio), a box that fits placed uniformly; else the centre crop clamped to `ratio`.
+CropBox random_resized_crop_box(int64_t height, int64_t width, const std::vector<double>& scale,
+                                const std::vector<double>& ratio, Rng& rng);
+
+// Crops `box` out of a uint8 H x W x C image and resizes it to height x width (resized_crop).
+at::Tensor resized_crop(const at::Tensor& image, const CropBox& box, int64_t height, int64_t width);
+
+// A double in [0, 1) from 53 random bits: the same stream on every platform (unlike
+// std::uniform_real_distribution, whose algorithm is the library's choice).
+inline double uniform01(Rng& rng) { return double(rng() >> 11) * 0x1.0p-53; }
 
 }  // namespace trainrun

@@ -1,17 +1,109 @@
-// torchvision.transforms semantics: ToTensor (HWC uint8 -> CHW float in [0,1]) and Normalize.
+// torchvision.transforms semantics. Image transforms (resize, center_crop, random_resized_crop,
+// random_horizontal_flip) take uint8 H x W x C and give uint8 H x W x C, as torchvision's do on
+// PIL images; to_tensor turns that into CHW float in [0, 1]; normalize works on floats.
+//
+// Resampling is OpenCV's, picked to come closest to PIL's antialiased bilinear (what
+// torchvision users get from PIL images): INTER_AREA when shrinking, INTER_LINEAR when
+// enlarging (both at half-pixel centres, as PIL). The difference to torchvision + PIL on the
+// same JPEG is measured by tests/transforms_test.cpp and stated in the README.
+#include "components/data/cv_tensor.h"
 #include "components/data/transform.h"
 
 #include <ATen/ATen.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <cmath>
 
 namespace trainrun {
 namespace {
 
-class ToTensor : public Transform {
+// Python's round(): halves go to the even neighbour (the default rounding mode).
+int64_t py_round(double x) { return int64_t(std::nearbyint(x)); }
+
+// Resizes `src` into a new height x width tensor.
+at::Tensor resize_mat(const cv::Mat& src, int64_t height, int64_t width) {
+  at::Tensor out = at::empty({height, width, src.channels()}, at::kByte);
+  cv::Mat dst(int(height), int(width), src.type(), out.data_ptr<uint8_t>());
+  bool shrink_h = height < src.rows, shrink_w = width < src.cols;
+  bool grow_h = height > src.rows, grow_w = width > src.cols;
+  if (!shrink_h && !shrink_w && !grow_h && !grow_w) {
+    src.copyTo(dst);
+  } else if (!grow_h && !grow_w) {
+    cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_AREA);
+  } else if (!shrink_h && !shrink_w) {
+    cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
+  } else {  // one axis shrinks, the other grows: each axis with its own filter, shrinking first
+    cv::Mat tmp;
+    cv::Size mid = shrink_h ? cv::Size(src.cols, int(height)) : cv::Size(int(width), src.rows);
+    cv::resize(src, tmp, mid, 0, 0, cv::INTER_AREA);
+    cv::resize(tmp, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
+  }
+  return out;
+}
+
+// `size` as torchvision's Resize takes it: one number = the shorter side, two = [h, w].
+std::vector<int64_t> sizes(const Config& c, const std::string& key) {
+  auto n = c.node()[key];
+  if (n.IsScalar()) return {n.as<int64_t>()};
+  auto v = n.as<std::vector<int64_t>>();
+  if (v.empty() || v.size() > 2)
+    throw std::invalid_argument(key + ": expected one number or [height, width]");
+  return v;
+}
+
+// Crop sizes: one number = a square.
+std::pair<int64_t, int64_t> hw(const Config& c, const std::string& key) {
+  auto v = sizes(c, key);
+  return {v[0], v.size() == 2 ? v[1] : v[0]};
+}
+
+std::vector<double> numbers(const Config& c, const std::string& key) {
+  auto n = c.node()[key];
+  if (n.IsScalar()) return {n.as<double>()};
+  return n.as<std::vector<double>>();
+}
+
+std::vector<double> pair_of(const Config& c, const std::string& key) {
+  auto v = numbers(c, key);
+  if (v.size() != 2 || v[0] > v[1])
+    throw std::invalid_argument(key + ": expected [min, max] with min <= max");
+  return v;
+}
+
+// uint8 HWC -> float CHW through one lookup table per channel: entry v is what torchvision
+// computes for a pixel v (ToTensor's float(v) / 255, then Normalize's (x - mean) / std, each
+// in float), taken from torch's own ops so the numbers are the same bit for bit.
+class ToTensorLut : public Transform {
  public:
+  explicit ToTensorLut(at::Tensor lut) : lut_(std::move(lut)) {}  // C' x 256 float; C' = 1 broadcasts
   at::Tensor operator()(const at::Tensor& x, Rng&) const override {
     if (x.scalar_type() != at::kByte) return x;  // already a float tensor, as torchvision allows
-    return x.permute({2, 0, 1}).to(at::kFloat).div_(255.0);
+    at::Tensor img = x.contiguous();
+    int64_t h = img.size(0), w = img.size(1), c = img.size(2), n = h * w;
+    if (lut_.size(0) != 1 && lut_.size(0) != c)
+      throw std::invalid_argument("normalize: " + std::to_string(lut_.size(0)) + " means for an image with " +
+                                  std::to_string(c) + " channels");
+    at::Tensor out = at::empty({c, h, w}, at::kFloat);
+    const uint8_t* in = img.data_ptr<uint8_t>();
+    float* o = out.data_ptr<float>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* table = lut_.data_ptr<float>() + (lut_.size(0) == 1 ? 0 : ch) * 256;
+      float* plane = o + ch * n;
+      for (int64_t i = 0; i < n; ++i) plane[i] = table[in[i * c + ch]];
+    }
+    return out;
   }
+  std::shared_ptr<Transform> fuse(const Transform& next) const override;
+
+ protected:
+  at::Tensor lut_;
+};
+
+class ToTensor : public ToTensorLut {
+ public:
+  ToTensor() : ToTensorLut(at::arange(256, at::kFloat).view({1, 256}).div(255.0)) {}
+  const at::Tensor& lut() const { return lut_; }
 };
 
 class Normalize : public Transform {
@@ -28,18 +120,135 @@ class Normalize : public Transform {
                                   std::to_string(x.size(0)) + " channels");
     return (x - mean_) / std_;
   }
+  // The table of `to_tensor` then this, per channel.
+  at::Tensor after(const at::Tensor& lut) const {
+    return ((lut.view({1, 1, 256}) - mean_) / std_).reshape({-1, 256}).contiguous();
+  }
 
  private:
   at::Tensor mean_, std_;
 };
 
-std::vector<double> numbers(const Config& c, const std::string& key) {
-  auto n = c.node()[key];
-  if (n.IsScalar()) return {n.as<double>()};
-  return n.as<std::vector<double>>();
+std::shared_ptr<Transform> ToTensorLut::fuse(const Transform& next) const {
+  auto* normalize = dynamic_cast<const Normalize*>(&next);
+  if (!normalize || lut_.size(0) != 1) return nullptr;
+  return std::make_shared<ToTensorLut>(normalize->after(lut_));
 }
 
+// transforms.Resize(size, max_size): torchvision's _compute_resized_output_size.
+class Resize : public Transform {
+ public:
+  Resize(std::vector<int64_t> size, std::optional<int64_t> max_size) : size_(std::move(size)), max_size_(max_size) {}
+  at::Tensor operator()(const at::Tensor& x, Rng&) const override {
+    at::Tensor img = x;
+    cv::Mat m = as_mat(img);
+    int64_t h = m.rows, w = m.cols, new_h, new_w;
+    if (size_.size() == 2) {
+      new_h = size_[0], new_w = size_[1];
+    } else {
+      int64_t shorter = std::min(h, w), longer = std::max(h, w);
+      int64_t new_short = size_[0], new_long = int64_t(double(new_short) * double(longer) / double(shorter));
+      if (max_size_ && new_long > *max_size_) {
+        new_short = int64_t(double(*max_size_) * double(new_short) / double(new_long));
+        new_long = *max_size_;
+      }
+      new_w = w <= h ? new_short : new_long;
+      new_h = w <= h ? new_long : new_short;
+    }
+    if (new_h == h && new_w == w) return img;
+    return resize_mat(m, new_h, new_w);
+  }
+
+ private:
+  std::vector<int64_t> size_;
+  std::optional<int64_t> max_size_;
+};
+
+// transforms.CenterCrop: zero padding when the crop is larger, then torchvision's rounding.
+class CenterCrop : public Transform {
+ public:
+  CenterCrop(int64_t h, int64_t w) : h_(h), w_(w) {}
+  at::Tensor operator()(const at::Tensor& x, Rng&) const override {
+    at::Tensor img = x;
+    cv::Mat m = as_mat(img), padded;
+    if (h_ > m.rows || w_ > m.cols) {
+      int64_t dw = std::max<int64_t>(0, w_ - m.cols), dh = std::max<int64_t>(0, h_ - m.rows);
+      cv::copyMakeBorder(m, padded, int(dh / 2), int((dh + 1) / 2), int(dw / 2), int((dw + 1) / 2),
+                         cv::BORDER_CONSTANT, cv::Scalar::all(0));
+      m = padded;
+    }
+    int64_t top = py_round(double(m.rows - h_) / 2.0), left = py_round(double(m.cols - w_) / 2.0);
+    return to_tensor_copy(m(cv::Rect(int(left), int(top), int(w_), int(h_))));
+  }
+
+ private:
+  int64_t h_, w_;
+};
+
+class RandomResizedCrop : public Transform {
+ public:
+  RandomResizedCrop(int64_t h, int64_t w, std::vector<double> scale, std::vector<double> ratio)
+      : h_(h), w_(w), scale_(std::move(scale)), ratio_(std::move(ratio)) {}
+  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override {
+    CropBox box = random_resized_crop_box(x.size(0), x.size(1), scale_, ratio_, rng);
+    return resized_crop(x, box, h_, w_);
+  }
+
+ private:
+  int64_t h_, w_;
+  std::vector<double> scale_, ratio_;
+};
+
+// transforms.RandomHorizontalFlip: flips when U[0, 1) < p.
+class RandomHorizontalFlip : public Transform {
+ public:
+  explicit RandomHorizontalFlip(double p) : p_(p) {}
+  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override {
+    if (!(uniform01(rng) < p_)) return x;
+    at::Tensor img = x;
+    cv::Mat m = as_mat(img);
+    at::Tensor out = at::empty_like(img);
+    cv::Mat dst(m.rows, m.cols, m.type(), out.data_ptr<uint8_t>());
+    cv::flip(m, dst, 1);
+    return out;
+  }
+
+ private:
+  double p_;
+};
+
 }  // namespace
+
+CropBox random_resized_crop_box(int64_t height, int64_t width, const std::vector<double>& scale,
+                                const std::vector<double>& ratio, Rng& rng) {
+  double area = double(height * width);
+  double log_lo = std::log(ratio[0]), log_hi = std::log(ratio[1]);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    double target_area = area * (scale[0] + (scale[1] - scale[0]) * uniform01(rng));
+    double aspect = std::exp(log_lo + (log_hi - log_lo) * uniform01(rng));
+    int64_t w = py_round(std::sqrt(target_area * aspect));
+    int64_t h = py_round(std::sqrt(target_area / aspect));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      int64_t top = int64_t(rng() % uint64_t(height - h + 1));
+      int64_t left = int64_t(rng() % uint64_t(width - w + 1));
+      return {top, left, h, w};
+    }
+  }
+  double in_ratio = double(width) / double(height);
+  int64_t w = width, h = height;
+  if (in_ratio < ratio[0]) {
+    h = py_round(double(w) / ratio[0]);
+  } else if (in_ratio > ratio[1]) {
+    w = py_round(double(h) * ratio[1]);
+  }
+  return {(height - h) / 2, (width - w) / 2, h, w};
+}
+
+at::Tensor resized_crop(const at::Tensor& image, const CropBox& box, int64_t height, int64_t width) {
+  at::Tensor img = image;
+  cv::Mat m = as_mat(img);
+  return resize_mat(m(cv::Rect(int(box.left), int(box.top), int(box.width), int(box.height))), height, width);
+}
 
 TRAINRUN_REGISTER(Transform, "to_tensor", "HWC uint8 image -> CHW float in [0, 1] (torchvision ToTensor)",
                   Schema(), [](const Config&) { return std::make_shared<ToTensor>(); });
@@ -52,5 +261,43 @@ TRAINRUN_REGISTER(Transform, "normalize",
                       .add("std", Type::FloatList, yaml("model"), "per-channel stds, or `model`")
                       .choices({"model"}).scalar_ok().above(0),
                   [](const Config& c) { return std::make_shared<Normalize>(numbers(c, "mean"), numbers(c, "std")); });
+
+TRAINRUN_REGISTER(Transform, "resize",
+                  "bilinear resize (torchvision Resize on PIL images; antialiased when shrinking)",
+                  Schema()
+                      .required("size", Type::IntList, "one number = the shorter side (aspect kept), or [height, width]")
+                      .scalar_ok().min(1)
+                      .add("max_size", Type::Int, YAML::Node(), "cap on the longer side when size is one number")
+                      .nullable().min(1),
+                  [](const Config& c) {
+                    std::optional<int64_t> max_size;
+                    if (!c.is_null("max_size")) max_size = c.get<int64_t>("max_size");
+                    return std::make_shared<Resize>(sizes(c, "size"), max_size);
+                  });
+
+TRAINRUN_REGISTER(Transform, "center_crop",
+                  "crop the centre (torchvision CenterCrop: zero-padded when the crop is larger)",
+                  Schema().required("size", Type::IntList, "one number = a square, or [height, width]").scalar_ok().min(1),
+                  [](const Config& c) {
+                    auto size = hw(c, "size");
+                    return std::make_shared<CenterCrop>(size.first, size.second);
+                  });
+
+TRAINRUN_REGISTER(Transform, "random_resized_crop",
+                  "random area/aspect crop resized to size (torchvision RandomResizedCrop, 10 tries then centre)",
+                  Schema()
+                      .required("size", Type::IntList, "one number = a square, or [height, width]").scalar_ok().min(1)
+                      .add("scale", Type::FloatList, yaml("[0.08, 1.0]"), "[min, max] share of the image area").above(0)
+                      .add("ratio", Type::FloatList, yaml("[0.75, 1.3333333333333333]"), "[min, max] aspect ratio w/h")
+                      .above(0),
+                  [](const Config& c) {
+                    auto size = hw(c, "size");
+                    return std::make_shared<RandomResizedCrop>(size.first, size.second, pair_of(c, "scale"),
+                                                               pair_of(c, "ratio"));
+                  });
+
+TRAINRUN_REGISTER(Transform, "random_horizontal_flip", "flip left-right with probability p (torchvision RandomHorizontalFlip)",
+                  Schema().add("p", Type::Float, yaml("0.5"), "probability of a flip").range(0, 1),
+                  [](const Config& c) { return std::make_shared<RandomHorizontalFlip>(c.get<double>("p")); });
 
 }  // namespace trainrun

@@ -1,0 +1,92 @@
+// Input pipeline speed against torchvision's: decode + random_resized_crop(224) + to_tensor +
+// normalize of Oxford-pets-sized JPEGs (500x375) through our DataLoader and through
+// torch.utils.data.DataLoader (bench/data_pipeline.py, run here with /usr/bin/python3) with the
+// same number of workers and batch size, on the same files; prints both rates and the ratio.
+// Each side reports the best of EPOCHS timed epochs after a warm-up epoch.
+//
+// usage: build/bench/data_pipeline [WORKERS=2] [BATCH=32] [IMAGES=400] [EPOCHS=3] [FOLDER]
+// FOLDER (default: a fresh temp folder) is filled with IMAGES JPEGs in 4 class folders unless
+// it already holds them.
+#include "components/data/image.h"
+#include "components/data/image_files.h"
+#include "components/data/loader.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace trainrun;
+
+// Smooth random colour fields with a little noise: compresses like a photo (~30-40 kB).
+void write_photos(const fs::path& dir, int64_t count) {
+  torch::manual_seed(0);
+  for (int64_t i = 0; i < count; ++i) {
+    fs::path file = dir / ("class" + std::to_string(i % 4)) / ("img_" + std::to_string(i) + ".jpg");
+    if (fs::exists(file)) continue;
+    fs::create_directories(file.parent_path());
+    at::Tensor coarse = torch::rand({1, 3, 6, 8}) * 255;
+    at::Tensor img = torch::nn::functional::interpolate(
+        coarse, torch::nn::functional::InterpolateFuncOptions().size(std::vector<int64_t>{375, 500}).mode(torch::kBicubic).align_corners(false));
+    img = (img[0].permute({1, 2, 0}) + torch::randn({375, 500, 3}) * 8).clamp(0, 255).to(torch::kUInt8).contiguous();
+    write_image(file.string(), img);
+  }
+}
+
+std::shared_ptr<Transform> make(const std::string& name, const std::string& params) {
+  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
+}
+
+int main(int argc, char** argv) {
+  int64_t workers = argc > 1 ? std::stoll(argv[1]) : 2;
+  int64_t batch = argc > 2 ? std::stoll(argv[2]) : 32;
+  int64_t count = argc > 3 ? std::stoll(argv[3]) : 400;
+  int64_t epochs = argc > 4 ? std::stoll(argv[4]) : 3;
+  fs::path dir = argc > 5 ? fs::path(argv[5]) : fs::temp_directory_path() / "trainrun-bench-data";
+  write_photos(dir, count);
+
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  for (int64_t c = 0; c < 4; ++c)
+    for (auto& e : fs::directory_iterator(dir / ("class" + std::to_string(c)))) {
+      paths.push_back(e.path().string());
+      labels.push_back(c);
+    }
+  auto data = std::make_shared<ImageFiles>(paths, labels, 3);
+  Compose t({make("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}"),
+             make("to_tensor", "{}"),
+             make("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}")});
+  LoaderOptions o;
+  o.batch_size = batch;
+  o.workers = workers;
+  DataLoader loader(data, t, o);
+  double best = 0;
+  for (int64_t epoch = 0; epoch <= epochs; ++epoch) {
+    auto start = std::chrono::steady_clock::now();
+    int64_t n = 0;
+    loader.start_epoch(epoch);
+    while (auto b = loader.next()) n += b->inputs.size(0);
+    double rate = double(n) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (epoch > 0) best = std::max(best, rate);  // as the Python side: the first epoch warms up
+  }
+  std::printf("trainrun: %.1f images/s (%zu JPEGs 500x375, workers %lld, batch %lld)\n", best, paths.size(),
+              (long long)workers, (long long)batch);
+  std::fflush(stdout);
+
+  std::string cmd = "/usr/bin/python3 " + std::string(TRAINRUN_SOURCE_DIR) + "/bench/data_pipeline.py " + dir.string() + " " +
+                    std::to_string(workers) + " " + std::to_string(batch) + " " + std::to_string(epochs);
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char line[256] = {0};
+  double theirs = 0;
+  while (p && std::fgets(line, sizeof line, p)) std::sscanf(line, "torchvision: %lf", &theirs);
+  if (!p || ::pclose(p) != 0 || theirs <= 0) {
+    std::fprintf(stderr, "bench/data_pipeline.py failed (is python3-torchvision installed?)\n");
+    return 1;
+  }
+  std::printf("torchvision: %.1f images/s\nratio: %.2fx\n", theirs, best / theirs);
+  return 0;
+}

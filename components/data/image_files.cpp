@@ -1,0 +1,54 @@
+#include "components/data/image_files.h"
+
+#include "components/data/image.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace trainrun {
+
+Example ImageFiles::get(std::size_t i) const { return {decode_image(paths_.at(i), channels_), labels_.at(i)}; }
+
+std::shared_ptr<ImageFiles> ImageFiles::select(const std::vector<int64_t>& indices) const {
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  for (int64_t i : indices) {
+    paths.push_back(paths_.at(std::size_t(i)));
+    labels.push_back(labels_.at(std::size_t(i)));
+  }
+  return std::make_shared<ImageFiles>(std::move(paths), std::move(labels), channels_);
+}
+
+std::pair<std::shared_ptr<const Dataset>, std::shared_ptr<const Dataset>> split_files(
+    const ImageFiles& all, double val_fraction, uint64_t seed, const std::string& what) {
+  int64_t n = int64_t(all.size());
+  int64_t cut = int64_t((1.0 - val_fraction) * double(n));  // python's int(0.8 * n)
+  if (cut <= 0 || cut >= n)
+    throw DataError(what + ": val_fraction " + std::to_string(val_fraction) + " of " + std::to_string(n) +
+                    " images leaves an empty " + (cut <= 0 ? "training" : "validation") + " split");
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor perm = at::randperm(n, gen, at::kLong);
+  const int64_t* p = perm.data_ptr<int64_t>();
+  return {all.select(std::vector<int64_t>(p, p + cut)), all.select(std::vector<int64_t>(p + cut, p + n))};
+}
+
+int64_t channels(const Config& c) {
+  int64_t n = c.get<int64_t>("channels");
+  if (n != 1 && n != 3) throw DataError(c.path() + ".channels: must be 1 (grayscale) or 3 (RGB), got " + std::to_string(n));
+  return n;
+}
+
+bool has_image_extension(const std::string& filename) {
+  std::string lower = filename;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  for (const char* ext : {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}) {
+    std::string e(ext);
+    if (lower.size() >= e.size() && lower.compare(lower.size() - e.size(), e.size(), e) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace trainrun

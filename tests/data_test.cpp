@@ -1,0 +1,326 @@
+// Datasets (stl10, pets_folder, image_folder), bad files, and the loader's determinism and
+// sharding. Every fixture is written by the test itself.
+#include "components/data/image.h"
+#include "components/data/image_files.h"
+#include "components/data/loader.h"
+#include "test_util.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <set>
+
+namespace trainrun {
+namespace {
+
+namespace fs = std::filesystem;
+
+DatasetSplits make_dataset(const std::string& name, const std::string& params) {
+  return Registry<Dataset>::instance().get(name).make(Config(YAML::Load(params), "data.dataset"));
+}
+
+Compose transforms(const std::vector<std::pair<std::string, std::string>>& steps) {
+  std::vector<std::shared_ptr<Transform>> out;
+  for (auto& [name, params] : steps) out.push_back(Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name)));
+  return Compose(out);
+}
+
+// A small smooth RGB image, different for every seed.
+at::Tensor picture(int64_t seed, int64_t h = 30, int64_t w = 40) {
+  torch::manual_seed(seed);
+  at::Tensor small = torch::rand({1, 3, 4, 5});
+  at::Tensor big = torch::nn::functional::interpolate(
+      small, torch::nn::functional::InterpolateFuncOptions().size(std::vector<int64_t>{h, w}).mode(torch::kBilinear).align_corners(false));
+  return (big[0] * 255).permute({1, 2, 0}).to(torch::kUInt8).contiguous();
+}
+
+// STL-10's layout written byte by byte from its description: per image 3 planes (R, G, B),
+// each plane column-major (x outer, y inner); one label byte per image, 1..10.
+void write_stl10(const std::string& dir, const std::string& split, const at::Tensor& images, const std::vector<uint8_t>& labels) {
+  std::string x, y;
+  auto a = images.accessor<uint8_t, 4>();  // N x 96 x 96 x 3 (H x W x C)
+  for (int64_t n = 0; n < images.size(0); ++n)
+    for (int c = 0; c < 3; ++c)
+      for (int col = 0; col < 96; ++col)
+        for (int row = 0; row < 96; ++row) x.push_back(char(a[n][row][col][c]));
+  for (uint8_t l : labels) y.push_back(char(l));
+  test::write_file(dir + "/" + split + "_X.bin", x);
+  test::write_file(dir + "/" + split + "_y.bin", y);
+}
+
+class Stl10 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::manual_seed(0);
+    train = torch::randint(0, 256, {5, 96, 96, 3}, torch::kUInt8);
+    test_images = torch::randint(0, 256, {3, 96, 96, 3}, torch::kUInt8);
+    write_stl10(dir / "stl", "train", train, {1, 10, 3, 3, 7});
+    write_stl10(dir / "stl", "test", test_images, {2, 2, 9});
+    test::write_file(dir / "stl/unlabeled_X.bin", "ignored");
+  }
+  test::TempDir dir;
+  at::Tensor train, test_images;
+};
+
+TEST_F(Stl10, ReadsTheOfficialLayoutPixelForPixel) {
+  test::write_file(dir / "stl/class_names.txt", "airplane\nbird\ncar\ncat\ndeer\ndog\nhorse\nmonkey\nship\ntruck\n");
+  auto d = make_dataset("stl10", "{root: " + (dir / "stl") + "}");
+  ASSERT_EQ(d.train->size(), 5u);
+  ASSERT_EQ(d.eval->size(), 3u);
+  EXPECT_EQ(d.classes.size(), 10u);
+  EXPECT_EQ(d.classes[9], "truck");
+  std::vector<int64_t> labels{0, 9, 2, 2, 6};
+  for (std::size_t i = 0; i < 5; ++i) {
+    Example e = d.train->get(i);
+    EXPECT_TRUE(e.image.equal(train[int64_t(i)])) << i;
+    EXPECT_EQ(e.label, labels[i]);
+    EXPECT_EQ(d.train->label(i), labels[i]);
+  }
+  EXPECT_TRUE(d.eval->get(2).image.equal(test_images[2]));
+  EXPECT_EQ(d.eval->label(2), 8);
+}
+
+TEST_F(Stl10, ClassNamesFileNamesTheClasses) {
+  test::write_file(dir / "stl/class_names.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n");
+  EXPECT_EQ(make_dataset("stl10", "{root: " + (dir / "stl") + "}").classes[3], "d");
+}
+
+TEST_F(Stl10, BadFilesAreNamed) {
+  test::write_file(dir / "stl/train_X.bin", std::string(96 * 96 * 3 + 5, 'x'));
+  std::string err = test::error_of<DataError>([&] { make_dataset("stl10", "{root: " + (dir / "stl") + "}"); });
+  EXPECT_NE(err.find("train_X.bin"), std::string::npos) << err;
+  EXPECT_NE(err.find("not a whole number"), std::string::npos) << err;
+
+  write_stl10(dir / "stl", "train", train, {1, 2, 3});
+  err = test::error_of<DataError>([&] { make_dataset("stl10", "{root: " + (dir / "stl") + "}"); });
+  EXPECT_NE(err.find("train_y.bin: holds 3 labels but"), std::string::npos) << err;
+
+  write_stl10(dir / "stl", "train", train, {1, 2, 3, 4, 11});
+  err = test::error_of<DataError>([&] { make_dataset("stl10", "{root: " + (dir / "stl") + "}"); });
+  EXPECT_NE(err.find("labels must be 1..10"), std::string::npos) << err;
+
+  write_stl10(dir / "stl", "train", train, {1, 2, 3, 4, 5});
+  fs::remove(dir / "stl/test_y.bin");
+  err = test::error_of<DataError>([&] { make_dataset("stl10", "{root: " + (dir / "stl") + "}"); });
+  EXPECT_NE(err.find("test_y.bin: no such file"), std::string::npos) << err;
+}
+
+// A pets-like folder: two breeds with underscores or capitals, a .txt decoy and a corrupt .jpg.
+class PetsFolder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(dir / "pets");
+    int64_t seed = 0;
+    for (int i = 1; i <= 6; ++i) write_image(dir / ("pets/american_bulldog_" + std::to_string(i * 2) + ".jpg"), picture(++seed));
+    for (int i = 1; i <= 5; ++i) write_image(dir / ("pets/Abyssinian_" + std::to_string(i) + ".jpg"), picture(++seed));
+    test::write_file(dir / "pets/README.txt", "not an image");
+    test::write_file(dir / "pets/Abyssinian_99.jpg", "\xff\xd8\xff garbage, not a JPEG");
+  }
+  DatasetSplits load(const std::string& extra = "") {
+    return make_dataset("pets_folder", "{root: " + (dir / "pets") +
+                                           ", label_regex: '^(.*)_\\d+\\.jpg$', val_fraction: 0.25, split_seed: 42, "
+                                           "channels: 3" + extra + "}");
+  }
+  test::TempDir dir;
+};
+
+TEST_F(PetsFolder, LabelIsTheRegexGroupAndClassesAreSorted) {
+  DatasetSplits d = load();
+  EXPECT_EQ(d.classes, (std::vector<std::string>{"Abyssinian", "american_bulldog"}));
+  EXPECT_EQ(d.train->size() + d.eval->size(), 12u);  // the .txt is skipped; the corrupt .jpg matches
+  auto& train = dynamic_cast<const ImageFiles&>(*d.train);
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    std::string name = fs::path(train.path(i)).filename().string();
+    EXPECT_EQ(name.rfind(d.classes[std::size_t(train.label(i))] + "_", 0), 0u) << name;
+  }
+}
+
+TEST_F(PetsFolder, SplitIsTorchRandpermOverTheSortedFiles) {
+  DatasetSplits d = load();
+  auto r = test::run(std::string(test::kPython) +
+                     " -c 'import torch; print(*torch.randperm(12, generator=torch.Generator().manual_seed(42)).tolist())'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::vector<int64_t> perm;
+  for (int64_t v; in >> v;) perm.push_back(v);
+  ASSERT_EQ(perm.size(), 12u);
+  std::vector<std::string> sorted;
+  for (auto& e : fs::directory_iterator(dir / "pets"))
+    if (e.path().extension() == ".jpg") sorted.push_back(e.path().string());
+  std::sort(sorted.begin(), sorted.end());
+  auto& train = dynamic_cast<const ImageFiles&>(*d.train);
+  auto& eval = dynamic_cast<const ImageFiles&>(*d.eval);
+  ASSERT_EQ(train.size(), 9u);  // int(0.75 * 12)
+  ASSERT_EQ(eval.size(), 3u);
+  for (std::size_t i = 0; i < 9; ++i) EXPECT_EQ(train.path(i), sorted[std::size_t(perm[i])]);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(eval.path(i), sorted[std::size_t(perm[9 + i])]);
+}
+
+TEST_F(PetsFolder, UndecodableImagesAreSkippedAndCountedOrFatal) {
+  DatasetSplits d = load();
+  Compose t = transforms({{"resize", "{size: [8, 8], max_size: null}"}, {"to_tensor", "{}"}});
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.workers = 2;
+  o.shard.shuffle = o.shard.pad = false;
+  int64_t skipped = 0;
+  // Both splits, so the corrupt file is counted wherever the split put it.
+  for (auto split : {d.train, d.eval}) {
+    DataLoader loader(split, t, o);
+    loader.start_epoch(0);
+    int64_t seen = 0;
+    while (auto b = loader.next()) seen += b->inputs.size(0);
+    EXPECT_EQ(seen + loader.skipped_files(), int64_t(split->size()));
+    skipped += loader.skipped_files();
+  }
+  EXPECT_EQ(skipped, 1);
+
+  o.skip_bad_files = false;
+  std::string err;
+  for (auto split : {d.train, d.eval}) {
+    DataLoader loader(split, t, o);
+    loader.start_epoch(0);
+    std::string e = test::error_of<UnreadableFile>([&] {
+      while (loader.next()) {
+      }
+    });
+    if (e != "(no error)") err = e;
+  }
+  EXPECT_NE(err.find("Abyssinian_99.jpg"), std::string::npos) << err;
+}
+
+TEST_F(PetsFolder, NoMatchingFileAndBadRegexAreOneLineErrors) {
+  std::string err = test::error_of<DataError>([&] { load(); });
+  EXPECT_EQ(err, "(no error)");
+  err = test::error_of<DataError>([&] {
+    make_dataset("pets_folder", "{root: " + (dir / "pets") + ", label_regex: '^(.*)\\.png$', val_fraction: 0.2, split_seed: 1, channels: 3}");
+  });
+  EXPECT_NE(err.find("no file matches label_regex"), std::string::npos) << err;
+  err = test::error_of<DataError>([&] {
+    make_dataset("pets_folder", "{root: " + (dir / "pets") + ", label_regex: '^.*\\.jpg$', val_fraction: 0.2, split_seed: 1, channels: 3}");
+  });
+  EXPECT_NE(err.find("data.dataset.label_regex"), std::string::npos) << err;
+  EXPECT_NE(err.find("no capture group"), std::string::npos) << err;
+}
+
+TEST(ImageFolder, ClassesAreSortedSubfoldersAndOnlyImageFilesCount) {
+  test::TempDir dir;
+  for (const char* sub : {"train/dog", "train/cat/nested", "train/Bird", "val/dog", "val/Bird"})
+    fs::create_directories(dir / sub);
+  int64_t seed = 100;
+  for (const char* cls : {"dog", "cat", "Bird"})
+    for (int i = 0; i < 3; ++i) write_image(dir / ("train/" + std::string(cls) + "/" + std::to_string(i) + ".png"), picture(++seed));
+  write_image(dir / "train/cat/nested/deep.JPG", picture(++seed));  // recursive, case-insensitive extension
+  test::write_file(dir / "train/cat/notes.txt", "x");
+  write_image(dir / "val/dog/a.png", picture(++seed));
+  write_image(dir / "val/Bird/b.png", picture(++seed));
+  auto d = make_dataset("image_folder", "{root: " + (dir / "train") + ", val_root: " + (dir / "val") +
+                                            ", val_fraction: 0.2, split_seed: 42, channels: 1}");
+  EXPECT_EQ(d.classes, (std::vector<std::string>{"Bird", "cat", "dog"}));
+  auto& train = dynamic_cast<const ImageFiles&>(*d.train);
+  ASSERT_EQ(train.size(), 10u);
+  EXPECT_EQ(train.label(3), 1);
+  EXPECT_EQ(fs::path(train.path(3)).filename(), "0.png");
+  EXPECT_EQ(fs::path(train.path(6)).filename(), "deep.JPG");
+  ASSERT_EQ(d.eval->size(), 2u);
+  EXPECT_EQ(d.eval->label(0), 0);
+  EXPECT_EQ(d.eval->label(1), 2);
+  EXPECT_EQ(d.eval->get(0).image.sizes(), (std::vector<int64_t>{30, 40, 1}));
+
+  auto split = make_dataset("image_folder", "{root: " + (dir / "train") + ", val_root: null, val_fraction: 0.3, split_seed: 42, channels: 3}");
+  EXPECT_EQ(split.train->size(), 7u);  // int(0.7 * 10)
+  EXPECT_EQ(split.eval->size(), 3u);
+}
+
+TEST(Decode, GrayscaleIsPilsLumaAndMissingFilesAreNamed) {
+  test::TempDir dir;
+  at::Tensor rgb = picture(5);
+  write_image(dir / "a.png", rgb);  // lossless
+  EXPECT_TRUE(decode_image(dir / "a.png", 3).equal(rgb));
+  at::Tensor f = rgb.to(torch::kDouble);
+  at::Tensor luma = (f.select(2, 0) * 0.299 + f.select(2, 1) * 0.587 + f.select(2, 2) * 0.114).round();
+  EXPECT_LE((decode_image(dir / "a.png", 1).squeeze(2).to(torch::kDouble) - luma).abs().max().item<double>(), 1);
+  std::string err = test::error_of<UnreadableFile>([&] { decode_image(dir / "nope.jpg", 3); });
+  EXPECT_NE(err.find("nope.jpg: cannot open"), std::string::npos) << err;
+}
+
+// A dataset of distinct constant images whose pixel value is the index.
+class Indexed : public Dataset {
+ public:
+  explicit Indexed(std::size_t n) : n_(n) {}
+  std::size_t size() const override { return n_; }
+  Example get(std::size_t i) const override {
+    return {torch::full({20, 20, 3}, int64_t(i % 256), torch::kUInt8), int64_t(i)};
+  }
+  int64_t label(std::size_t i) const override { return int64_t(i); }
+
+ private:
+  std::size_t n_;
+};
+
+std::vector<Batch> epoch(DataLoader& loader, int64_t e) {
+  std::vector<Batch> out;
+  loader.start_epoch(e);
+  while (auto b = loader.next()) out.push_back(*b);
+  return out;
+}
+
+TEST(Loader, BatchesAreIdenticalWhateverTheNumberOfWorkers) {
+  Compose t = transforms({{"random_resized_crop", "{size: 12, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}"},
+                          {"random_horizontal_flip", "{p: 0.5}"},
+                          {"to_tensor", "{}"}});
+  // Noise in the pixels so that crops and flips show in the output.
+  struct Noisy : Indexed {
+    using Indexed::Indexed;
+    Example get(std::size_t i) const override {
+      auto g = at::make_generator<at::CPUGeneratorImpl>(i);
+      return {torch::randint(0, 256, {20, 24, 3}, g, torch::kUInt8), int64_t(i)};
+    }
+  };
+  auto noisy = std::make_shared<Noisy>(37);
+  std::vector<std::vector<Batch>> runs;
+  for (int64_t workers : {0, 1, 3}) {
+    LoaderOptions o;
+    o.batch_size = 5;
+    o.workers = workers;
+    o.shard.seed = 11;
+    DataLoader loader(noisy, t, o);
+    epoch(loader, 0);  // a first epoch, so the second shows that epochs differ but workers do not
+    runs.push_back(epoch(loader, 1));
+  }
+  ASSERT_EQ(runs[0].size(), 8u);
+  for (std::size_t r = 1; r < runs.size(); ++r)
+    for (std::size_t b = 0; b < runs[0].size(); ++b) {
+      EXPECT_TRUE(runs[r][b].inputs.equal(runs[0][b].inputs)) << "run " << r << " batch " << b;
+      EXPECT_TRUE(runs[r][b].targets.equal(runs[0][b].targets));
+    }
+}
+
+TEST(Loader, RanksCoverEveryIndexOncePerEpoch) {
+  auto data = std::make_shared<Indexed>(23);
+  for (int64_t world : {1, 2, 3, 4}) {
+    std::multiset<int64_t> eval_seen, train_seen;
+    for (int64_t rank = 0; rank < world; ++rank) {
+      LoaderOptions o;
+      o.batch_size = 4;
+      o.workers = 2;
+      o.shard.rank = rank;
+      o.shard.world_size = world;
+      o.shard.seed = 5;
+      for (bool train : {true, false}) {
+        o.shard.shuffle = o.shard.pad = train;
+        DataLoader loader(data, transforms({{"to_tensor", "{}"}}), o);
+        for (auto& b : epoch(loader, 3))
+          for (int64_t i = 0; i < b.targets.size(0); ++i) (train ? train_seen : eval_seen).insert(b.targets[i].item<int64_t>());
+      }
+    }
+    EXPECT_EQ(eval_seen.size(), 23u) << world;
+    for (int64_t i = 0; i < 23; ++i) EXPECT_EQ(eval_seen.count(i), 1u) << i;
+    // Training pads to a multiple of the world size with the first indices of the permutation.
+    EXPECT_EQ(int64_t(train_seen.size()), (23 + world - 1) / world * world);
+    for (int64_t i = 0; i < 23; ++i) EXPECT_GE(train_seen.count(i), 1u) << i;
+  }
+}
+
+}  // namespace
+}  // namespace trainrun
