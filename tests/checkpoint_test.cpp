@@ -54,6 +54,15 @@ class Checkpoint : public ::testing::Test {
     EXPECT_FALSE(wa.empty());
     EXPECT_TRUE(wa == test::read_file(dir / (b + "/model.safetensors"))) << "final weights differ";
   }
+  // Runs `text` as a bash script (the recipe arguments carry quotes of their own).
+  test::RunResult script(const std::string& text) const {
+    test::write_file(dir / "script.sh", text);
+    return test::run("bash " + (dir / "script.sh"));
+  }
+  // Script lines that wait until checkpoint `folder` of the run is complete.
+  std::string wait_for(const std::string& folder) const {
+    return "for i in $(seq 1500); do [ -e " + (dir / (folder + "/trainer_state.json")) + " ] && break; sleep 0.02; done\n";
+  }
   test::TempDir dir;
 };
 
@@ -96,9 +105,8 @@ TEST_F(Checkpoint, KilledMidEpochAfterAStepCheckpointResumesBitIdentical) {
   std::string more = "output.save_every=3 data.max_train_samples=1280";  // 40 steps, checkpoints every 3
   ASSERT_EQ(test::run(args("full", more)).code, 0);
   // SIGKILL as soon as checkpoint-3 exists: no chance to save anything more.
-  auto killed = test::run("bash -c '" + args("killed", more) + " >/dev/null 2>&1 & P=$!; for i in $(seq 600); do "
-                          "[ -e " + (dir / "killed/checkpoint-3/trainer_state.json") + " ] && break; sleep 0.02; done; "
-                          "kill -9 $P; wait $P; echo rc=$?'");
+  auto killed = script(args("killed", more) + " >/dev/null 2>&1 & P=$!\n" + wait_for("killed/checkpoint-3") +
+                       "kill -9 $P; wait $P; echo rc=$?\n");
   EXPECT_NE(killed.out.find("rc=137"), std::string::npos) << killed.out;
   ASSERT_FALSE(fs::exists(dir / "killed/model.safetensors"));
   auto resumed = test::run(args("killed", more));
@@ -129,10 +137,9 @@ TEST_F(Checkpoint, TwoProcessesResumeBitIdenticalAndAfterARestart) {
 
   // A rank killed after a step checkpoint: world.max_restarts relaunches and continues from it.
   std::string cmd = args("restart", two + " world.max_restarts=1 output.save_every=2");
-  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; for i in $(seq 600); do "
-                     "[ -e " + (dir / "restart/checkpoint-4/trainer_state.json") + " ] && break; sleep 0.02; done; "
-                     "for p in $(pgrep -P $L); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep -qx RANK=1 && kill -9 $p; done; "
-                     "wait $L; echo rc=$?'");
+  auto r = script(cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!\n" + wait_for("restart/checkpoint-4") +
+                  "for p in $(pgrep -P $L); do tr '\\0' '\\n' </proc/$p/environ | grep -qx RANK=1 && kill -9 $p; done\n"
+                  "wait $L; echo rc=$?\n");
   std::string out = test::read_file(dir / "out"), err = test::read_file(dir / "err");
   EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << err;
   EXPECT_NE(err.find("restarting the world (restart 1 of 1)"), std::string::npos) << err;
