@@ -109,7 +109,7 @@ CheckpointOptions CheckpointOptions::from(const YAML::Node& output) {
   CheckpointOptions o;
   o.dir = output["dir"].as<std::string>();
   o.save_every = output["save_every"].as<std::string>();
-  if (!output["keep_last"].IsNull()) o.keep_last = output["keep_last"].as<int64_t>();
+  o.keep_last = output["keep_last"].IsNull() ? std::nullopt : std::optional<int64_t>(output["keep_last"].as<int64_t>());
   if (!output["best_metric"].IsNull()) {
     o.best_metric = output["best_metric"].as<std::string>();
     // As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are
