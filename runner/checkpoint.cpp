@@ -101,6 +101,13 @@ void remove_folder(const fs::path& folder) {
   fs::remove_all(ec ? folder : doomed, ec);
 }
 
+void check_resume_path(const std::string& path) {
+  if (!fs::exists(path)) throw RecipeError("output.resume: " + path + ": no such checkpoint");
+  if (!is_complete(path))
+    throw RecipeError("output.resume: " + path + ": not a complete checkpoint (no " + kStateFile +
+                      " or model.safetensors)");
+}
+
 std::string rng_key(const char* kind, int64_t rank) { return std::string(kind) + "_rank_" + std::to_string(rank); }
 
 }  // namespace
@@ -198,11 +205,7 @@ std::vector<std::string> complete_checkpoints(const std::string& dir) {
 
 void check_resume_option(const YAML::Node& output) {
   std::string resume = output["resume"].as<std::string>();
-  if (resume == "auto" || resume == "never") return;
-  if (!fs::exists(resume)) throw RecipeError("output.resume: " + resume + ": no such checkpoint");
-  if (!is_complete(resume))
-    throw RecipeError("output.resume: " + resume + ": not a complete checkpoint (no " + kStateFile +
-                      " or model.safetensors)");
+  if (resume != "auto" && resume != "never") check_resume_path(resume);
 }
 
 Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : options_(std::move(options)), acc_(acc) {
@@ -221,13 +224,25 @@ Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : op
 
 std::optional<std::string> Checkpoints::resume_point() const {
   if (options_.resume == "never") return std::nullopt;
-  if (options_.resume == "auto") {
-    auto all = complete_checkpoints(options_.dir);
-    if (all.empty()) return std::nullopt;
-    return all.back();
+  if (options_.resume != "auto") {
+    check_resume_path(options_.resume);
+    return options_.resume;
   }
-  check_resume_option(YAML::Load("{resume: '" + options_.resume + "'}"));
-  return options_.resume;
+  // Rank 0 picks; the others take the same step, so that a checkpoint rank 0 finished while
+  // another rank listed the folder cannot split the world.
+  double picked = -1;
+  if (acc_.is_main_process()) {
+    auto all = complete_checkpoints(options_.dir);
+    if (!all.empty()) picked = double(*checkpoint_step(fs::path(all.back()).filename().string()));
+  }
+  picked = acc_.reduce_sum(at::scalar_tensor(acc_.is_main_process() ? picked : 0.0, at::kDouble)).item<double>();
+  if (picked < 0) return std::nullopt;
+  fs::path folder = fs::path(options_.dir) / ("checkpoint-" + std::to_string(int64_t(picked)));
+  if (!is_complete(folder))
+    throw CheckpointError("rank " + std::to_string(acc_.rank()) + ": " + folder.string() +
+                          " (rank 0's newest checkpoint) is not here: resuming on several nodes needs output.dir "
+                          "on a shared file system");
+  return folder.string();
 }
 
 std::string Checkpoints::save(const TrainingParts& parts, TrainerState& state, const LoopSums& sums,

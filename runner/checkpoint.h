@@ -90,7 +90,8 @@ class Checkpoints {
   Checkpoints(CheckpointOptions options, const Accelerator& acc);
 
   // The checkpoint output.resume names: the newest complete one in output.dir for `auto`
-  // (nullopt when there is none), PATH itself, nothing for `never`.
+  // (nullopt when there is none; rank 0's choice, on every rank), PATH itself, nothing for
+  // `never`. Every rank calls it.
   std::optional<std::string> resume_point() const;
 
   // Every rank calls it (RNG states and loop sums are gathered to rank 0); rank 0 writes

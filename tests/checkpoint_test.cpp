@@ -147,6 +147,29 @@ TEST_F(Checkpoint, TwoProcessesResumeBitIdenticalAndAfterARestart) {
   expect_same_run("full", "restart");
 }
 
+// A real Ctrl-C on the launcher: forwarded to both workers, which stop after the same step,
+// save, and exit 130; running the command again finishes the run as if never stopped.
+TEST_F(Checkpoint, SigintSavesStopsEveryRankAndResumes) {
+  std::string more = "world.nproc_per_node=2 data.max_train_samples=1280 output.save_every=never";
+  ASSERT_EQ(test::run(args("full", more)).code, 0);
+  more = "world.nproc_per_node=2 data.max_train_samples=1280";
+  auto r = script(args("run", more) + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!\n" +
+                  "for i in $(seq 1500); do grep -q loss " + (dir / "out") + " && break; sleep 0.02; done\n" +
+                  "W=$(pgrep -P $L); kill -INT $L; wait $L; echo rc=$?; sleep 0.5\n"
+                  "for p in $W; do kill -0 $p 2>/dev/null && echo left-behind; done\n");
+  std::string err = test::read_file(dir / "err");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out << err;
+  EXPECT_EQ(r.out.find("left-behind"), std::string::npos) << r.out;
+  auto saved = folders(dir / "run");
+  ASSERT_EQ(saved.size(), 1u) << err;  // the interrupt's checkpoint (mid-way, no best without an evaluation)
+  EXPECT_NE(err.find("interrupted (Interrupt) at step "), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
+  auto resumed = test::run(args("run", more));
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("Resuming from " + (dir / ("run/" + saved[0]))), std::string::npos) << resumed.out;
+  expect_same_run("full", "run");
+}
+
 TEST_F(Checkpoint, KeepLastRotatesButKeepsTheBest) {
   // A learning rate that first helps and then ruins the model: the best checkpoint is an early one.
   std::string more = "train.epochs=1 output.save_every=1 train.eval_every=1 output.keep_last=2 "
