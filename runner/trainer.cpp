@@ -284,11 +284,12 @@ EvalResult train(Job& job, const WorldInfo& world) {
     state.epoch_index = epoch;
     state.batches_in_epoch = micro;
     if (log) state.log_history = log->history();
+    auto began = Clock::now();
     std::string folder = checkpoints.save(parts, state, sums, unsaved_eval);
     unsaved_eval.reset();
     last_saved = step;
     progress.clear();
-    if (main_process) spdlog::info("Saving model checkpoint to {}", folder);
+    if (main_process) spdlog::info("Saving model checkpoint to {} ({:.2f} s)", folder, seconds_since(began));
   };
   // Combined over ranks, so that every rank stops after the same optimizer step.
   auto stop_requested = [&]() {
