@@ -182,10 +182,9 @@ EvalResult train(Job& job, const WorldInfo& world) {
     for (auto& note : job.notes) spdlog::warn("{}", note);
   Checkpoints checkpoints(CheckpointOptions::from(root["output"]), acc);
   const CheckpointOptions& copts = checkpoints.options();
-  // Every rank looks (resuming across nodes needs output.dir on a shared file system, as the
-  // Trainer's does); the decision is made before rank 0 writes anything new.
+  // Rank 0's choice for every rank (resuming across nodes needs output.dir on a shared file
+  // system, as the Trainer's does).
   std::optional<std::string> resume_from = checkpoints.resume_point();
-  acc.wait_for_everyone();
 
   auto ddp = acc.prepare(job.model);
   DataLoader train_loader(job.data.train, job.train_transforms, acc.prepare(loader_options(job, true), true));
