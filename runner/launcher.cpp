@@ -139,10 +139,16 @@ int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
       return 130;
     }
     if (out.failed_rank < 0) return 0;
+    // Workers that got SIGINT/SIGTERM themselves (a scheduler signals every process) stop
+    // together after a checkpoint and exit 130; that is no failure to restart from.
+    if (WIFEXITED(out.status) && WEXITSTATUS(out.status) == 130) {
+      std::fprintf(stderr, "trainrun: rank %d was interrupted; workers stopped\n", out.failed_rank);
+      return 130;
+    }
     std::fprintf(stderr, "trainrun: rank %d %s\n", out.failed_rank, describe_status(out.status).c_str());
     if (attempt >= options.max_restarts) return 1;
-    std::fprintf(stderr, "trainrun: restarting the world (restart %lld of %lld)\n", (long long)(attempt + 1),
-                 (long long)options.max_restarts);
+    std::fprintf(stderr, "trainrun: restarting the world (restart %lld of %lld); with output.resume: auto it "
+                 "continues from the newest checkpoint\n", (long long)(attempt + 1), (long long)options.max_restarts);
   }
 }
 

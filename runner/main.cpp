@@ -1,8 +1,9 @@
 // trainrun's command line (SPEC §1). Exit codes: 0 done, 2 bad recipe or command line (nothing
-// started), 1 a run that failed after starting.
+// started), 1 a run that failed after starting, 130 interrupted after a clean checkpoint.
 #include "components/data/image.h"
 #include "components/data/loader.h"
 #include "runner/accelerator.h"
+#include "runner/checkpoint.h"
 #include "runner/job.h"
 #include "runner/launcher.h"
 #include "runner/logging.h"
@@ -352,6 +353,7 @@ int main(int argc, char** argv) {
       setup_console_logging(rank);
     }
     Job job = load_job(args);
+    check_resume_option(job.recipe.root["output"]);
     if (world || job.recipe.root["world"]["nproc_per_node"].as<int64_t>() * job.recipe.root["world"]["nnodes"].as<int64_t>() == 1) {
       started = true;
       train(job, world.value_or(WorldInfo{}));
@@ -371,6 +373,9 @@ int main(int argc, char** argv) {
   } catch (const WeightsError& e) {
     std::cerr << e.what() << "\n";
     return started ? 1 : 2;
+  } catch (const TrainingInterrupted& e) {
+    std::cerr << "rank " << rank << ": " << e.what() << "\n";
+    return 130;
   } catch (const TrainingError& e) {
     std::cerr << "rank " << rank << ": " << e.what() << "\n";
     return 1;

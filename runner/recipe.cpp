@@ -73,7 +73,20 @@ std::map<std::string, Schema> make_sections() {
                    .min(1).choices({"epoch", "never"})
                    .add("metrics", Type::StringList, Node(std::vector<std::string>{"accuracy"}), "evaluation metrics")
                    .choices({"accuracy", "top5"});
-  s["output"] = Schema().add("dir", Type::Path, Node("runs/${name}"), "run folder");
+  s["output"] = Schema()
+                    .add("dir", Type::Path, Node("runs/${name}"), "run folder")
+                    .add("save_every", Type::Int, Node("epoch"),
+                         "write checkpoint-<step>/ every `epoch`, every N optimizer steps, or `never` "
+                         "(also at the end and on SIGINT/SIGTERM unless never)")
+                    .min(1).choices({"epoch", "never"})
+                    .add("keep_last", Type::Int, yaml("3"),
+                         "keep the newest N checkpoints (plus the best and the one resumed from); null = keep all")
+                    .min(1).nullable()
+                    .add("best_metric", Type::String, Node("eval_loss"),
+                         "evaluation metric that picks checkpoint-best (losses: lower is better); null = none")
+                    .choices({"eval_loss", "eval_accuracy", "eval_top5", "loss", "accuracy", "top5"}).nullable()
+                    .add("resume", Type::Path, Node("auto"),
+                         "auto (newest complete checkpoint in dir, else a fresh start) | never | PATH of a checkpoint folder");
   s["world"] = Schema()
                    .add("nproc_per_node", Type::Int, yaml("1"), "worker processes on this node (torchrun --nproc_per_node)").min(1)
                    .add("nnodes", Type::Int, yaml("1"), "nodes in the world; run the same command on each").min(1)

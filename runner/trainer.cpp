@@ -1,8 +1,12 @@
 #include "runner/trainer.h"
 
 #include "components/data/loader.h"
+#include "runner/checkpoint.h"
 #include "runner/logging.h"
 #include "runner/loss_scaler.h"
+#include "runner/progress.h"
+#include "runner/run_log.h"
+#include "runner/stop_signal.h"
 #include "runner/weights.h"
 
 #include <ATen/autocast_mode.h>
@@ -12,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -72,24 +77,39 @@ std::string thousands(int64_t n) {
   return s;
 }
 
-class MetricsFile {
- public:
-  explicit MetricsFile(const std::string& path) : out_(path, std::ios::app) {
-    if (!out_) throw TrainingError(path + ": cannot write");
-  }
-  void write(const nlohmann::ordered_json& line) {
-    out_ << line.dump() << "\n";
-    out_.flush();
-  }
-
- private:
-  std::ofstream out_;
-};
-
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) throw TrainingError(path.string() + ": cannot write");
+}
+
+
+// The global L2 norm of the gradients, as torch.nn.utils.clip_grad_norm_ computes (and the
+// Trainer logs as grad_norm): the norm of the per-parameter norms.
+double global_grad_norm(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> norms;
+  for (const auto& p : params)
+    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2));
+  return norms.empty() ? 0.0 : at::stack(norms).norm(2).item<double>();
+}
+
+// Optimizer and scheduler over the currently trainable parameters: one place, so that a
+// change of the freeze rules mid-run can build them again.
+struct Optimization {
+  std::shared_ptr<torch::optim::Optimizer> optimizer;
+  std::shared_ptr<Scheduler> scheduler;
+};
+
+Optimization build_optimization(const Job& job, int64_t total_steps, int64_t steps_per_epoch) {
+  Optimization o;
+  o.optimizer = build_optimizer(job);
+  o.scheduler = build_scheduler(job, *o.optimizer, total_steps, steps_per_epoch);
+  return o;
+}
+
+std::string run_text(const char* key) {
+  const char* v = std::getenv(key);
+  return v ? v : "";
 }
 
 }  // namespace
@@ -152,9 +172,9 @@ EvalResult train(Job& job, const WorldInfo& world) {
   at::set_num_threads(int(job.threads));
   Accelerator acc(world, accelerator_options(job));
   const bool main_process = acc.is_main_process();
+  StopSignal stop_signal;
 
   fs::path dir = root["output"]["dir"].as<std::string>();
-  std::optional<MetricsFile> metrics;
   if (main_process) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -163,8 +183,6 @@ EvalResult train(Job& job, const WorldInfo& world) {
     nlohmann::ordered_json labels;
     for (std::size_t i = 0; i < job.data.classes.size(); ++i) labels[std::to_string(i)] = job.data.classes[i];
     write_text(dir / "labels.json", labels.dump(2) + "\n");
-    std::filesystem::remove(dir / "metrics.jsonl");
-    metrics.emplace((dir / "metrics.jsonl").string());
   }
   acc.wait_for_everyone();  // the run folder exists before any rank logs into it
   // Other nodes see rank 0's folder only on a shared file system; without one they keep
@@ -172,9 +190,13 @@ EvalResult train(Job& job, const WorldInfo& world) {
   if (main_process || fs::is_directory(dir)) add_log_file((dir / "train.log").string());
   if (main_process)
     for (auto& note : job.notes) spdlog::warn("{}", note);
+  Checkpoints checkpoints(CheckpointOptions::from(root["output"]), acc);
+  const CheckpointOptions& copts = checkpoints.options();
+  // Rank 0's choice for every rank (resuming across nodes needs output.dir on a shared file
+  // system, as the Trainer's does).
+  std::optional<std::string> resume_from = checkpoints.resume_point();
 
   auto ddp = acc.prepare(job.model);
-  auto optimizer = build_optimizer(job);
   DataLoader train_loader(job.data.train, job.train_transforms, acc.prepare(loader_options(job, true), true));
   DataLoader eval_loader(job.data.eval, job.eval_transforms, acc.prepare(loader_options(job, false), false));
   const int64_t epochs = tcfg["epochs"].as<int64_t>();
@@ -183,13 +205,31 @@ EvalResult train(Job& job, const WorldInfo& world) {
   const int64_t batches_per_epoch = train_loader.batches_per_epoch();
   const int64_t steps_per_epoch = (batches_per_epoch + accum - 1) / accum;
   const int64_t total_steps = steps_per_epoch * epochs;
-  auto scheduler = build_scheduler(job, *optimizer, total_steps, steps_per_epoch);
+  Optimization opt = build_optimization(job, total_steps, steps_per_epoch);
   const int64_t log_every = tcfg["log_every_steps"].as<int64_t>();
   const std::string eval_every = tcfg["eval_every"].as<std::string>();
+  const int64_t eval_steps = eval_every == "epoch" || eval_every == "never" ? 0 : std::stoll(eval_every);
   const int64_t batch = root["data"]["batch_size"].as<int64_t>();
   // Dropout and other in-model randomness: the same seed on every rank, as a PyTorch script
   // that calls torch.manual_seed(seed) before training.
   torch::manual_seed(root["seed"].as<uint64_t>());
+  LossScaler scaler(job.precision == "fp16");
+  const bool bn_eval = tcfg["bn_eval"].as<bool>();
+  std::vector<at::Tensor> trainable;
+  for (auto& [_, p] : job.trainable()) trainable.push_back(p);
+  TrainingParts parts{ddp->module(), *opt.optimizer, *opt.scheduler, scaler};
+
+  TrainerState state;
+  LoopSums sums;
+  if (resume_from) state = checkpoints.load(*resume_from, parts, sums);
+  state.max_steps = total_steps;
+  state.num_train_epochs = epochs;
+  state.logging_steps = log_every;
+  state.eval_steps = eval_steps;
+  state.save_steps = copts.save_steps();
+  state.train_batch_size = batch;
+  std::optional<RunLog> log;
+  if (main_process) log.emplace(dir.string(), state.log_history, resume_from ? state.global_step : -1);
 
   spdlog::info("***** Running training *****");
   spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
@@ -205,10 +245,26 @@ EvalResult train(Job& job, const WorldInfo& world) {
                acc.backend(), world.launcher, job.threads);
   spdlog::info("  Device = {}, precision = {}", acc.device().str(), job.precision);
 
-  auto run_eval = [&](int64_t step, double epoch) {
+  int64_t step = state.global_step;
+  int64_t first_epoch = state.epoch_index, skip = state.batches_in_epoch;
+  if (skip >= batches_per_epoch) ++first_epoch, skip = 0;
+  if (resume_from) {
+    std::string restart = run_text("TORCHELASTIC_RESTART_COUNT");
+    if (!restart.empty() && restart != "0")
+      spdlog::info("  Restart {} of the world: resuming from the newest checkpoint", restart);
+    spdlog::info("  Resuming from {}", *resume_from);
+    spdlog::info("  Continuing training from checkpoint, will skip to saved global_step");
+    spdlog::info("  Continuing training from epoch {}", first_epoch);
+    spdlog::info("  Continuing training from global step {}", step);
+    spdlog::info("  Will skip the first {} batches in the first epoch", skip);
+  }
+
+  Progress progress(total_steps, step, main_process);
+  std::optional<nlohmann::json> unsaved_eval;  // the evaluation the next checkpoint is judged by
+  auto run_eval = [&](int64_t at_step, double epoch) {
     EvalResult r = evaluate(ddp->module(), eval_loader, *job.loss, job, acc);
     std::vector<std::pair<std::string, double>> shown;
-    nlohmann::ordered_json line{{"step", step}, {"epoch", epoch}};
+    nlohmann::ordered_json line;
     for (const char* key : {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"}) {
       bool wanted = std::string(key) != "eval_accuracy" && std::string(key) != "eval_top5";
       for (auto& m : tcfg["metrics"]) wanted |= "eval_" + m.as<std::string>() == key;
@@ -217,29 +273,63 @@ EvalResult train(Job& job, const WorldInfo& world) {
       line[key] = r.metrics.at(key);
     }
     line["eval_examples"] = r.examples;
+    line["epoch"] = epoch;
+    line["step"] = at_step;
     shown.emplace_back("epoch", std::round(epoch * 100) / 100);
+    progress.clear();
     spdlog::info("{}", python_dict(shown));
-    if (metrics) metrics->write(line);
+    if (log) log->write(line);
+    unsaved_eval = line;
     ddp->module().train();
-    if (tcfg["bn_eval"].as<bool>()) freeze_batchnorm_statistics(ddp->module());
+    if (bn_eval) freeze_batchnorm_statistics(ddp->module());
     return r;
   };
 
-  auto start = Clock::now();
-  int64_t step = 0, since_log = 0;
-  double loss_since_log = 0, loss_total = 0, data_wait = 0;
+  int64_t last_saved = resume_from ? step : -1;
+  auto save = [&](int64_t epoch, int64_t micro) {
+    if (!copts.enabled() || last_saved == step) return;
+    state.global_step = step;
+    state.epoch = double(epoch) + double(micro) / double(batches_per_epoch);
+    state.epoch_index = epoch;
+    state.batches_in_epoch = micro;
+    if (log) state.log_history = log->history();
+    auto began = Clock::now();
+    std::string folder = checkpoints.save(parts, state, sums, unsaved_eval);
+    unsaved_eval.reset();
+    last_saved = step;
+    progress.clear();
+    if (main_process) spdlog::info("Saving model checkpoint to {} ({:.2f} s)", folder, seconds_since(began));
+  };
+  // Combined over ranks, so that every rank stops after the same optimizer step.
+  auto stop_requested = [&]() {
+    bool mine = stop_signal.raised(step, main_process);
+    if (!acc.world().distributed()) return mine;
+    return acc.reduce_sum(at::scalar_tensor(mine ? 1.0 : 0.0, at::kDouble)).item<double>() > 0;
+  };
+  auto interrupt = [&](int64_t epoch, int64_t micro) {
+    save(epoch, micro);
+    progress.close();
+    int sig = StopSignal::signal();
+    throw TrainingInterrupted("interrupted (" + std::string(sig ? strsignal(sig) : "stop requested") + ") at step " +
+                              std::to_string(step) + (copts.enabled() ? "; checkpoint saved" : ""));
+  };
+  const int64_t save_steps = copts.save_steps();
+
+  // EvalResult of the last evaluation; true when the loop's last step was evaluated.
   EvalResult last_eval;
   bool evaluated_at_end = false;
-  LossScaler scaler(job.precision == "fp16");
-  std::vector<at::Tensor> trainable;
-  for (auto& [_, p] : job.trainable()) trainable.push_back(p);
-  optimizer->zero_grad();
-  const bool bn_eval = tcfg["bn_eval"].as<bool>();
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+  for (auto& l : state.log_history)
+    if (l.contains("eval_loss") && l.value("step", int64_t(-1)) == step) evaluated_at_end = true;
+  auto start = Clock::now(), window_start = start;
+  double data_wait = 0;  // this rank, since the last log line
+  int64_t window_steps = 0, window_examples = 0, session_examples = 0;
+  const int64_t first_step = step;
+  opt.optimizer->zero_grad();
+  for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
     ddp->module().train();
     if (bn_eval) freeze_batchnorm_statistics(ddp->module());
-    train_loader.start_epoch(epoch);
-    int64_t micro = 0;
+    int64_t micro = epoch == first_epoch ? skip : 0;
+    train_loader.start_epoch(epoch, micro);
     for (;;) {
       auto wait_start = Clock::now();
       auto b = train_loader.next();
@@ -261,57 +351,89 @@ EvalResult train(Job& job, const WorldInfo& world) {
         throw TrainingError("step " + std::to_string(step + 1) + ": loss is " + std::to_string(value) +
                             "; stopping (lower the learning rate or check the data)");
       acc.backward(scaler.scale(accum > 1 ? loss / double(accum) : loss));  // mean over the k micro-batches
-      loss_since_log += value, loss_total += value, ++since_log;
+      sums.loss_since_log += value, sums.loss_total += value;
+      ++sums.batches_since_log, ++sums.batches_total;
+      window_examples += y.size(0), session_examples += y.size(0);
       if (!closes_step) continue;
-      scaler.unscale(trainable);  // clipping sees true gradients
-      if (max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
+      scaler.unscale(trainable);  // clipping and grad_norm see true gradients
+      bool logging = (step + 1) % log_every == 0;
+      double grad_norm = 0;
+      if (max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
+      else if (logging) grad_norm = global_grad_norm(trainable);
       // GradScaler: an fp16 overflow skips the step, and (as Accelerate) the scheduler with it.
       if (!scaler.step_skipped()) {
-        optimizer->step();
-        scheduler->step();
+        opt.optimizer->step();
+        opt.scheduler->step();
       }
       scaler.update();
-      optimizer->zero_grad();
-      ++step;
+      opt.optimizer->zero_grad();
+      ++step, ++window_steps;
       evaluated_at_end = false;
+      progress.update(step);
       double epoch_f = double(step) / double(steps_per_epoch);
-      if (step % log_every == 0) {
-        double lr = current_lr(*optimizer);
-        double mean = acc.mean(loss_since_log / double(since_log));  // the mean over ranks, as Trainer logs
-        spdlog::info("{}", python_dict({{"loss", std::round(mean * 1e4) / 1e4}, {"learning_rate", lr},
-                                        {"epoch", std::round(epoch_f * 100) / 100}}));
-        if (metrics)
-          metrics->write({{"step", step}, {"epoch", epoch_f}, {"loss", mean}, {"learning_rate", lr},
-                          {"data_wait_s", data_wait}, {"elapsed_s", seconds_since(start)}});
-        loss_since_log = 0, since_log = 0;
+      if (logging) {
+        double lr = current_lr(*opt.optimizer);
+        double window = seconds_since(window_start);
+        // Means over ranks, as the Trainer logs them.
+        at::Tensor t = acc.reduce_sum(at::tensor({sums.loss_since_log / double(sums.batches_since_log),
+                                                   double(window_examples), data_wait}, at::kDouble));
+        auto v = t.accessor<double, 1>();
+        double mean = v[0] / double(acc.world_size());
+        progress.clear();
+        spdlog::info("{}", python_dict({{"loss", std::round(mean * 1e4) / 1e4}, {"grad_norm", grad_norm},
+                                        {"learning_rate", lr}, {"epoch", std::round(epoch_f * 100) / 100}}));
+        if (log)
+          log->write({{"loss", mean},
+                      {"grad_norm", grad_norm},
+                      {"learning_rate", lr},
+                      {"epoch", epoch_f},
+                      {"step", step},
+                      {"samples_per_second", v[1] / window},
+                      {"step_time_s", window / double(window_steps)},
+                      {"data_wait_s", v[2] / double(acc.world_size()) / double(window_steps)},
+                      {"elapsed_s", seconds_since(start)}});
+        sums.loss_since_log = 0, sums.batches_since_log = 0;
+        window_start = Clock::now(), data_wait = 0, window_steps = 0, window_examples = 0;
       }
-      if (eval_every != "epoch" && eval_every != "never" && step % std::stoll(eval_every) == 0) {
+      if (eval_steps > 0 && step % eval_steps == 0) {
         last_eval = run_eval(step, epoch_f);
         evaluated_at_end = true;
       }
+      // The step that ends an epoch is saved (and stopped at) after the epoch's evaluation.
+      if (micro == batches_per_epoch) continue;
+      if (save_steps > 0 && step % save_steps == 0) save(epoch, micro);
+      if (stop_requested()) interrupt(epoch, micro);
     }
     if (eval_every == "epoch") {
       last_eval = run_eval(step, double(epoch + 1));
       evaluated_at_end = true;
     }
+    if (copts.save_every == "epoch" || (save_steps > 0 && step % save_steps == 0)) save(epoch, batches_per_epoch);
+    if (stop_requested()) interrupt(epoch, batches_per_epoch);
   }
   if (!evaluated_at_end && eval_every != "never") last_eval = run_eval(step, double(epochs));
+  save(epochs - 1, batches_per_epoch);
+  progress.close();
 
   double runtime = seconds_since(start);
-  double samples = double(job.data.train->size()) * double(epochs);
-  double train_loss = acc.mean(loss_total / double(std::max<int64_t>(step, 1)));
+  double samples = acc.reduce_sum(at::scalar_tensor(double(session_examples), at::kDouble)).item<double>();
+  // The mean loss over every micro-batch of the run (resumed ones too), then over ranks.
+  double train_loss = acc.mean(sums.loss_total / double(std::max<int64_t>(sums.batches_total, 1)));
   acc.wait_for_everyone();
   if (!main_process) return last_eval;
   save_safetensors((dir / "model.safetensors").string(), state_dict(ddp->module()));
   spdlog::info("\n\nTraining completed.\n");
   spdlog::info("{}", python_dict({{"train_runtime", std::round(runtime * 1e4) / 1e4},
                                   {"train_samples_per_second", std::round(samples / runtime * 1e3) / 1e3},
-                                  {"train_steps_per_second", std::round(double(step) / runtime * 1e3) / 1e3},
+                                  {"train_steps_per_second", std::round(double(step - first_step) / runtime * 1e3) / 1e3},
                                   {"train_loss", train_loss},
                                   {"epoch", double(epochs)}}));
-  metrics->write({{"step", step}, {"epoch", double(epochs)}, {"train_runtime", runtime},
-                  {"train_samples_per_second", samples / runtime}, {"train_loss", train_loss},
-                  {"data_wait_s", data_wait}});
+  log->write({{"train_runtime", runtime},
+              {"train_samples_per_second", samples / runtime},
+              {"train_steps_per_second", double(step - first_step) / runtime},
+              {"train_loss", train_loss},
+              {"epoch", double(epochs)},
+              {"step", step}});
   spdlog::info("Saved {}", (dir / "model.safetensors").string());
   return last_eval;
 }

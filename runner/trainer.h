@@ -17,6 +17,11 @@ struct TrainingError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// SIGINT / SIGTERM: every rank stopped after the same step and a checkpoint was saved: exit 130.
+struct TrainingInterrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct EvalResult {
   std::map<std::string, double> metrics;  // eval_loss, eval_accuracy, eval_top5, ...
   int64_t examples = 0;

@@ -67,3 +67,32 @@ TEST_F(Accumulation, MaxGradNormBoundsEveryUpdate) {
 
 }  // namespace
 }  // namespace trainrun
+
+namespace trainrun {
+namespace {
+
+// train_loss is the mean loss over micro-batches (the Trainer's), not their sum per optimizer
+// step; grad_norm is logged before clipping, and the logs say how time splits into waiting for
+// data and the rest of a step.
+TEST_F(Accumulation, TrainLossGradNormAndTimingInTheLogs) {
+  auto r = test::run(test::trainrun(common + "world.nproc_per_node=1 data.batch_size=32 train.grad_accum_steps=2 "
+                                    "train.log_every_steps=1 train.max_grad_norm=0.5 output.save_every=never "
+                                    "output.dir=" + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  double sum = 0, n = 0, train_loss = -1;
+  for (auto& l : test::read_jsonl(dir / "run/metrics.jsonl")) {
+    if (l.contains("train_loss")) train_loss = l["train_loss"];
+    if (!l.contains("loss")) continue;
+    sum += l["loss"].get<double>(), ++n;  // each line: the mean of one step's 2 micro-batches
+    EXPECT_GT(l["grad_norm"].get<double>(), 0.5);  // the norm before clipping to 0.5
+    for (const char* key : {"learning_rate", "samples_per_second", "step_time_s", "data_wait_s", "elapsed_s"})
+      EXPECT_TRUE(l.contains(key)) << key;
+    EXPECT_LE(l["data_wait_s"].get<double>(), l["step_time_s"].get<double>());
+  }
+  ASSERT_EQ(n, 10);
+  EXPECT_NEAR(train_loss, sum / n, 1e-12);
+  EXPECT_NE(r.out.find("'grad_norm': "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainrun

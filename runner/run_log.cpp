@@ -1,0 +1,44 @@
+#include "runner/run_log.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace trainrun {
+
+namespace {
+
+// HF's TensorBoardCallback.rewrite_logs: eval_* -> eval/*, everything else -> train/*.
+std::string tensorboard_tag(const std::string& key) {
+  if (key.rfind("eval_", 0) == 0) return "eval/" + key.substr(5);
+  return "train/" + key;
+}
+
+}  // namespace
+
+RunLog::RunLog(const std::string& dir, nlohmann::ordered_json history, int64_t resumed_step)
+    : path_((std::filesystem::path(dir) / "metrics.jsonl").string()),
+      history_(history.is_array() ? std::move(history) : nlohmann::ordered_json::array()),
+      events_(dir, resumed_step) {
+  // Written to a temporary file and renamed, so a crash here never loses the old lines.
+  std::string tmp = path_ + ".tmp";
+  {
+    std::ofstream rewrite(tmp, std::ios::trunc);
+    for (auto& line : history_) rewrite << line.dump() << "\n";
+    if (!rewrite) throw std::runtime_error(tmp + ": cannot write");
+  }
+  std::filesystem::rename(tmp, path_);
+  out_.open(path_, std::ios::app);
+  if (!out_) throw std::runtime_error(path_ + ": cannot write");
+}
+
+void RunLog::write(const nlohmann::ordered_json& line) {
+  out_ << line.dump() << "\n";
+  out_.flush();
+  history_.push_back(line);
+  int64_t step = line.value("step", int64_t(0));
+  for (auto it = line.begin(); it != line.end(); ++it)
+    if (it.key() != "step" && it.value().is_number()) events_.add_scalar(tensorboard_tag(it.key()), it.value().get<double>(), step);
+  events_.flush();
+}
+
+}  // namespace trainrun
