@@ -219,9 +219,33 @@ EvalResult train(Job& job, const WorldInfo& world) {
   for (auto& [_, p] : job.trainable()) trainable.push_back(p);
   TrainingParts parts{ddp->module(), *opt.optimizer, *opt.scheduler, scaler};
 
+  // Gradual unfreezing (freeze[].from_epoch, train.unfreeze_at_epoch): parameters that start
+  // training at an epoch join the running optimizer as torch's add_param_group does, and DDP's
+  // reducer is rebuilt over the new set of trainable parameters.
+  auto unfreeze = [&](int64_t epoch, bool resuming) {
+    if (!freeze_changes_at(job, epoch)) return;
+    NamedParameters added = apply_freeze_schedule(job, epoch);
+    if (added.empty()) return;
+    add_param_groups(job, *opt.optimizer, added);
+    opt.scheduler->set_steps_done(opt.scheduler->steps_done());  // the new groups' lr for this step
+    trainable.clear();
+    for (auto& [_, p] : job.trainable()) trainable.push_back(p);
+    ddp.reset();  // the old reducer's autograd hooks go before the new reducer's come
+    ddp = acc.prepare(job.model);
+    if (!resuming)
+      spdlog::info("  Epoch {}: unfreezing {} parameter tensors ({} of {} parameters now train)", epoch, added.size(),
+                   thousands(job.trainable_parameters()), thousands(job.total_parameters()));
+  };
+
   TrainerState state;
   LoopSums sums;
-  if (resume_from) state = checkpoints.load(*resume_from, parts, sums);
+  if (resume_from) {
+    // The optimizer needs the parameter groups it had when saved before its state loads.
+    std::ifstream saved_state(fs::path(*resume_from) / "trainer_state.json");
+    TrainerState saved = TrainerState::from_json(nlohmann::json::parse(saved_state));
+    for (int64_t e = 1; e <= saved.epoch_index; ++e) unfreeze(e, /*resuming=*/true);
+    state = checkpoints.load(*resume_from, parts, sums);
+  }
   state.max_steps = total_steps;
   state.num_train_epochs = epochs;
   state.logging_steps = log_every;
@@ -326,6 +350,7 @@ EvalResult train(Job& job, const WorldInfo& world) {
   const int64_t first_step = step;
   opt.optimizer->zero_grad();
   for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
+    unfreeze(epoch, /*resuming=*/false);
     ddp->module().train();
     if (bn_eval) freeze_batchnorm_statistics(ddp->module());
     int64_t micro = epoch == first_epoch ? skip : 0;

@@ -1,5 +1,6 @@
 // Freeze rules over time: freeze[].from_epoch and train.unfreeze_at_epoch (gradual unfreezing).
 #include "runner/job.h"
+#include "runner/safetensors.h"
 #include "test_util.h"
 
 #include <torch/torch.h>
@@ -41,6 +42,58 @@ TEST(FreezeSchedule, BadKeysAreRecipeErrors) {
                                " 'freeze=[{params: fc1.*, trainable: false, from_epoc: 1}]'"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("from_epoch"), std::string::npos) << r.err;  // did you mean
+}
+
+
+// Gradual unfreezing in a real run: the conv layers stay exactly as initialised through epoch 0,
+// train from epoch 1, and a run interrupted after the unfreeze resumes bit-identically (the
+// optimizer regains its added parameter groups before its state loads).
+class Unfreeze : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  std::string args(const std::string& run, const std::string& more = "") const {
+    return test::trainrun(test::source("recipes/quickstart.yaml") +
+                          " data.max_train_samples=640 data.max_eval_samples=200 data.workers=1 train.epochs=2"
+                          " train.log_every_steps=2 'scheduler={name: onecycle, max_lr: 0.003}' world.nproc_per_node=1"
+                          " 'freeze=[{params: \"conv*\", trainable: false}]' train.unfreeze_at_epoch=1"
+                          " 'optimizer={name: adamw, lr: 0.001, no_decay: [bias]}'"
+                          " world.master_port=0 output.dir=" + (dir / run) + " " + more);
+  }
+  test::TempDir dir;
+};
+
+TEST_F(Unfreeze, FrozenUntilTheirEpochThenTrainAndResumeExactly) {
+  auto full = test::run(args("full"));
+  ASSERT_EQ(full.code, 0) << full.err;
+  EXPECT_NE(full.out.find("Epoch 1: unfreezing 4 parameter tensors (1,199,882 of 1,199,882 parameters now train)"),
+            std::string::npos) << full.out;
+  Job initial = build_job(load_recipe(test::source("recipes/quickstart.yaml")));
+  auto init = initial.model->named_parameters();
+  TensorList after_epoch0 = load_safetensors(dir / "full/checkpoint-10/model.safetensors");
+  TensorList final_weights = load_safetensors(dir / "full/model.safetensors");
+  for (std::size_t i = 0; i < after_epoch0.size(); ++i) {
+    const auto& [name, value] = after_epoch0[i];
+    if (!init.contains(name)) continue;  // buffers
+    bool conv = name.rfind("conv", 0) == 0;
+    EXPECT_EQ(torch::equal(value, init[name]), conv) << name << " after epoch 0";
+    EXPECT_FALSE(torch::equal(final_weights[i].second, init[name])) << name << " after epoch 1";
+  }
+
+  // Interrupted mid-way through epoch 1 (after the unfreeze), then resumed.
+  auto first = test::run("TRAINRUN_INTERRUPT_AT_STEP=15 " + args("split"));
+  ASSERT_EQ(first.code, 130) << first.err;
+  auto second = test::run(args("split"));
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_EQ(test::read_file(dir / "full/model.safetensors"), test::read_file(dir / "split/model.safetensors"));
+  auto losses = [&](const std::string& run) {
+    std::vector<double> out;
+    for (auto& l : test::read_jsonl(dir / (run + "/metrics.jsonl")))
+      if (l.contains("loss")) out.push_back(l["loss"]);
+    return out;
+  };
+  EXPECT_EQ(losses("full"), losses("split"));
 }
 
 }  // namespace
