@@ -64,6 +64,7 @@ class TorchvisionReference : public ::testing::Test {
 TEST_F(TorchvisionReference, DecodeIsPixelExactInRgbAndGrayscale) {
   EXPECT_EQ(compare("decode_rgb", image()).max, 0);
   EXPECT_LE(compare("decode_gray", image(1)).max, 1);  // PIL's and OpenCV's fixed-point 601-2 luma
+  EXPECT_EQ(compare("decode_exif", decode_image(*dir_ / "image_exif.jpg", 3)).max, 0);  // not rotated
 }
 
 // OpenCV's INTER_AREA against PIL's antialiased bilinear when shrinking: the documented bound
