@@ -197,6 +197,7 @@ TEST(Transforms, ToTensorAndNormalizeGiveTorchvisionsNumbersBitForBit) {
   at::Tensor normalized = expect.clone().sub_(mean).div_(std);
   EXPECT_TRUE(Compose({make("to_tensor", "{}"), normalize})(img, rng).equal(normalized));
   EXPECT_TRUE((*normalize)(expect, rng).equal(normalized));  // unfused, after any float input
+  EXPECT_TRUE(Compose({make("to_tensor", "{}"), normalize})(expect, rng).equal(normalized));  // float input
   auto gray = make("normalize", "{mean: 0.1307, std: 0.3081}");
   at::Tensor g = img.narrow(2, 0, 1).contiguous();
   at::Tensor g_expect = g.permute({2, 0, 1}).to(torch::kFloat).div(255).sub_(0.1307f).div_(0.3081f);
