@@ -64,6 +64,7 @@ class TorchvisionReference : public ::testing::Test {
 TEST_F(TorchvisionReference, DecodeIsPixelExactInRgbAndGrayscale) {
   EXPECT_EQ(compare("decode_rgb", image()).max, 0);
   EXPECT_LE(compare("decode_gray", image(1)).max, 1);  // PIL's and OpenCV's fixed-point 601-2 luma
+  EXPECT_EQ(compare("decode_exif", decode_image(*dir_ / "image_exif.jpg", 3)).max, 0);  // not rotated
 }
 
 // OpenCV's INTER_AREA against PIL's antialiased bilinear when shrinking: the documented bound
@@ -196,6 +197,7 @@ TEST(Transforms, ToTensorAndNormalizeGiveTorchvisionsNumbersBitForBit) {
   at::Tensor normalized = expect.clone().sub_(mean).div_(std);
   EXPECT_TRUE(Compose({make("to_tensor", "{}"), normalize})(img, rng).equal(normalized));
   EXPECT_TRUE((*normalize)(expect, rng).equal(normalized));  // unfused, after any float input
+  EXPECT_TRUE(Compose({make("to_tensor", "{}"), normalize})(expect, rng).equal(normalized));  // float input
   auto gray = make("normalize", "{mean: 0.1307, std: 0.3081}");
   at::Tensor g = img.narrow(2, 0, 1).contiguous();
   at::Tensor g_expect = g.permute({2, 0, 1}).to(torch::kFloat).div(255).sub_(0.1307f).div_(0.3081f);

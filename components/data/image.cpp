@@ -14,10 +14,11 @@ at::Tensor decode_image(const std::string& path, int64_t channels) {
   if (channels != 1 && channels != 3)
     throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
   // Always decode to colour, then convert: IMREAD_GRAYSCALE would hand back a JPEG's own luma
-  // plane, which is not what PIL's convert('L') computes from the RGB pixels.
+  // plane, which is not what PIL's convert('L') computes from the RGB pixels. The EXIF
+  // orientation is ignored, as torchvision's pil_loader does (Image.open does not apply it).
   cv::Mat bgr;
   try {
-    bgr = cv::imread(path, cv::IMREAD_COLOR);
+    bgr = cv::imread(path, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
   } catch (const cv::Exception& e) {
     throw UnreadableFile(path + ": cannot decode the image (" + e.err + ")");
   }

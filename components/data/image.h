@@ -10,7 +10,8 @@ namespace trainrun {
 
 // Decodes an image file (JPEG, PNG, BMP, TIFF, WebP, PPM/PGM: whatever OpenCV's imgcodecs reads)
 // into uint8 H x W x C: channels 3 = RGB (PIL's convert('RGB')), channels 1 = luma (PIL's
-// convert('L'), ITU-R 601-2 weights). Throws UnreadableFile (a DataError) naming the file when
+// convert('L'), ITU-R 601-2 weights). The EXIF orientation tag is not applied, as with
+// torchvision's PIL loader. Throws UnreadableFile (a DataError) naming the file when
 // it is missing or does not decode.
 at::Tensor decode_image(const std::string& path, int64_t channels);
 

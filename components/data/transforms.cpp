@@ -76,9 +76,11 @@ std::vector<double> pair_of(const Config& c, const std::string& key) {
 // in float), taken from torch's own ops so the numbers are the same bit for bit.
 class ToTensorLut : public Transform {
  public:
-  explicit ToTensorLut(at::Tensor lut) : lut_(std::move(lut)) {}  // C' x 256 float; C' = 1 broadcasts
-  at::Tensor operator()(const at::Tensor& x, Rng&) const override {
-    if (x.scalar_type() != at::kByte) return x;  // already a float tensor, as torchvision allows
+  // C' x 256 float (C' = 1 broadcasts); `rest` is what the table folds in, for float inputs.
+  explicit ToTensorLut(at::Tensor lut, std::shared_ptr<const Transform> rest = nullptr)
+      : lut_(std::move(lut)), rest_(std::move(rest)) {}
+  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override {
+    if (x.scalar_type() != at::kByte) return rest_ ? (*rest_)(x, rng) : x;  // already a float tensor, as torchvision allows
     at::Tensor img = x.contiguous();
     int64_t h = img.size(0), w = img.size(1), c = img.size(2), n = h * w;
     if (lut_.size(0) != 1 && lut_.size(0) != c)
@@ -98,6 +100,7 @@ class ToTensorLut : public Transform {
 
  protected:
   at::Tensor lut_;
+  std::shared_ptr<const Transform> rest_;
 };
 
 class ToTensor : public ToTensorLut {
@@ -131,8 +134,8 @@ class Normalize : public Transform {
 
 std::shared_ptr<Transform> ToTensorLut::fuse(const Transform& next) const {
   auto* normalize = dynamic_cast<const Normalize*>(&next);
-  if (!normalize || lut_.size(0) != 1) return nullptr;
-  return std::make_shared<ToTensorLut>(normalize->after(lut_));
+  if (!normalize || rest_) return nullptr;
+  return std::make_shared<ToTensorLut>(normalize->after(lut_), std::make_shared<Normalize>(*normalize));
 }
 
 // transforms.Resize(size, max_size): torchvision's _compute_resized_output_size.

@@ -30,6 +30,12 @@ Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(f"{out}/image.jpg", 
 
 pil = Image.open(f"{out}/image.jpg").convert("RGB")
 
+# The same picture tagged "rotate 90 on display" (EXIF orientation 6): torchvision's loader
+# ignores the tag, so must we.
+exif = Image.Exif()
+exif[0x0112] = 6
+pil.save(f"{out}/image_exif.jpg", quality=90, exif=exif)
+
 
 def emit(case, result):
     a = np.asarray(result)
@@ -41,6 +47,7 @@ def emit(case, result):
 
 
 emit("decode_rgb", pil)
+emit("decode_exif", Image.open(f"{out}/image_exif.jpg").convert("RGB"))
 emit("decode_gray", Image.open(f"{out}/image.jpg").convert("L"))
 emit("resize_224", T.Resize(224)(pil))                  # shorter side 224: 224 x 298
 emit("resize_100x150", T.Resize([100, 150])(pil))
