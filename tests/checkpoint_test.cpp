@@ -173,7 +173,7 @@ TEST_F(Checkpoint, SigintSavesStopsEveryRankAndResumes) {
 
 TEST_F(Checkpoint, KeepLastRotatesButKeepsTheBest) {
   // A learning rate that first helps and then ruins the model: the best checkpoint is an early one.
-  std::string more = "train.epochs=1 output.save_every=1 train.eval_every=1 output.keep_last=2 "
+  std::string more = "train.epochs=1 output.save_every=1 train.eval_every=1 output.keep_last=2 data.max_eval_samples=200 "
                      "'scheduler={name: constant}' optimizer.lr=0.03";
   auto r = test::run(args("run", more));
   ASSERT_EQ(r.code, 0) << r.err;
