@@ -7,9 +7,11 @@ namespace trainrun {
 
 namespace {
 
-// HF's TensorBoardCallback.rewrite_logs: eval_* -> eval/*, everything else -> train/*.
+// HF's TensorBoardCallback.rewrite_logs: eval_* -> eval/*, everything else -> train/*; the
+// learning rate is SPEC §4's train/lr.
 std::string tensorboard_tag(const std::string& key) {
   if (key.rfind("eval_", 0) == 0) return "eval/" + key.substr(5);
+  if (key == "learning_rate") return "train/lr";
   return "train/" + key;
 }
 

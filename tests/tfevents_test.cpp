@@ -134,7 +134,7 @@ TEST(TfEvents, RunWritesTheLoggedValues) {
   int compared = 0;
   for (auto& line : test::read_jsonl(dir / "run/metrics.jsonl"))
     for (auto& [key, tag] : std::vector<std::pair<std::string, std::string>>{
-             {"loss", "train/loss"}, {"learning_rate", "train/learning_rate"}, {"grad_norm", "train/grad_norm"},
+             {"loss", "train/loss"}, {"learning_rate", "train/lr"}, {"grad_norm", "train/grad_norm"},
              {"eval_loss", "eval/loss"}, {"eval_accuracy", "eval/accuracy"}, {"train_loss", "train/train_loss"}})
       if (line.contains(key)) {
         EXPECT_EQ(got[tag][line["step"].get<int64_t>()], float(line[key].get<double>())) << tag;
