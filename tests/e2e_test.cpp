@@ -171,6 +171,11 @@ TEST_F(EndToEnd, PredictMatchesPyTorchOnImageFiles) {
     for (std::size_t k = 0; k < 10; ++k) EXPECT_NEAR(got["logits"][k].get<double>(), ref[i]["logits"][k].get<double>(), 1e-4);
   }
   EXPECT_EQ(i, ref.size());
+  // A checkpoint folder inside the run (labels.json one level up) predicts the same.
+  auto from_checkpoint = test::run(test::trainrun("predict " + test::source("recipes/quickstart.yaml") +
+                                                  " world.nproc_per_node=1 --top-k 3 --checkpoint " + (dir / "run/checkpoint-10") + files));
+  ASSERT_EQ(from_checkpoint.code, 0) << from_checkpoint.err;
+  EXPECT_EQ(from_checkpoint.out, r.out);
 
   // A file that is not an image is skipped with its name on stderr (exit 1); a missing one is a
   // bad command line (exit 2).
