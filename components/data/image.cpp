@@ -133,8 +133,13 @@ at::Tensor decode_image_region(const std::string& path, int64_t channels, const 
   std::optional<CropBox> box;
   std::vector<unsigned char> data;
   {
-    std::ifstream in(path, std::ios::binary);
-    if (in) data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::streamoff size = in ? std::streamoff(in.tellg()) : -1;
+    if (size > 0) {
+      data.resize(std::size_t(size));
+      in.seekg(0);
+      if (!in.read(reinterpret_cast<char*>(data.data()), size)) data.clear();
+    }
   }
   if (data.size() > 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
     at::Tensor rgb;
