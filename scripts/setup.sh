@@ -3,7 +3,7 @@
 # compare against). Quick when everything is already there.
 set -euo pipefail
 packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libtorch-dev libgloo-dev libyaml-cpp-dev
-          nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libopenblas0-openmp
+          nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libjpeg62-turbo-dev libopenblas0-openmp
           dataset-fashion-mnist)
 if [ "${1:-}" = "--test" ]; then
   packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy python3-sklearn)

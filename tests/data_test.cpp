@@ -322,5 +322,109 @@ TEST(Loader, RanksCoverEveryIndexOncePerEpoch) {
   }
 }
 
+// Noisy colour JPEGs (4:2:0, OpenCV's default) and a grayscale one, of awkward sizes: the
+// chroma upsampling at a crop's edges is where a partial decode could differ.
+std::vector<std::string> write_jpegs(const std::string& dir) {
+  std::vector<std::string> paths;
+  int64_t seed = 100;
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{375, 500}, {500, 333}, {37, 53}, {16, 16}, {9, 13}, {120, 7}}) {
+    at::Tensor img = (picture(++seed, h, w).to(torch::kInt) +
+                      torch::randint(-40, 40, {h, w, 3}, at::make_generator<at::CPUGeneratorImpl>(seed), torch::kInt))
+                         .clamp(0, 255).to(torch::kUInt8);
+    paths.push_back(dir + "/c" + std::to_string(h) + "x" + std::to_string(w) + ".jpg");
+    write_image(paths.back(), img);
+  }
+  at::Tensor gray = picture(++seed, 61, 45).select(2, 1).unsqueeze(2).contiguous();
+  paths.push_back(dir + "/gray.jpg");
+  write_image(paths.back(), gray);  // a one-component JPEG
+  return paths;
+}
+
+TEST(DecodeRegion, JpegBoxesAreTheFullDecodeCroppedBitForBit) {
+  test::TempDir dir;
+  auto paths = write_jpegs(dir.path().string());
+  Rng rng(7);
+  int checked = 0;
+  for (const auto& path : paths) {
+    for (int64_t channels : {3, 1}) {
+      at::Tensor full = decode_image(path, channels);
+      int64_t H = full.size(0), W = full.size(1);
+      std::vector<CropBox> boxes = {{0, 0, H, W}, {0, 0, 1, 1}, {H - 1, W - 1, 1, 1}, {0, W / 2, H, W - W / 2},
+                                    {H / 3, 0, H - H / 3, (W + 1) / 2}, {1, 1, H - 2 > 0 ? H - 2 : 1, W - 2 > 0 ? W - 2 : 1}};
+      for (int k = 0; k < 40; ++k) {  // random boxes, odd offsets and sizes included
+        int64_t bh = 1 + int64_t(rng() % uint64_t(H)), bw = 1 + int64_t(rng() % uint64_t(W));
+        boxes.push_back({int64_t(rng() % uint64_t(H - bh + 1)), int64_t(rng() % uint64_t(W - bw + 1)), bh, bw});
+      }
+      for (const CropBox& b : boxes) {
+        int calls = 0;
+        at::Tensor got = decode_image_region(path, channels, [&](int64_t h, int64_t w) {
+          ++calls;
+          EXPECT_EQ(h, H);
+          EXPECT_EQ(w, W);
+          return b;
+        });
+        ASSERT_EQ(calls, 1);
+        at::Tensor want = full.narrow(0, b.top, b.height).narrow(1, b.left, b.width);
+        ASSERT_TRUE(got.equal(want)) << path << " channels " << channels << " box " << b.top << "," << b.left << " "
+                                     << b.height << "x" << b.width << " max diff "
+                                     << (got.to(torch::kInt) - want.to(torch::kInt)).abs().max().item<int>();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
+  // Not a JPEG: decoded whole, then cropped.
+  write_image(dir / "p.png", picture(3));
+  at::Tensor got = decode_image_region(dir / "p.png", 3, [](int64_t, int64_t) { return CropBox{2, 3, 5, 7}; });
+  EXPECT_TRUE(got.equal(picture(3).narrow(0, 2, 5).narrow(1, 3, 7)));
+  EXPECT_THROW(decode_image_region(dir / "nope.jpg", 3, [](int64_t h, int64_t w) { return CropBox{0, 0, h, w}; }),
+               UnreadableFile);
+}
+
+// Hides crops_first(): the loader then decodes whole images and crops them, as before.
+class FullDecode : public Transform {
+ public:
+  explicit FullDecode(std::shared_ptr<Transform> t) : t_(std::move(t)) {}
+  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override { return (*t_)(x, rng); }
+
+ private:
+  std::shared_ptr<Transform> t_;
+};
+
+TEST(DecodeRegion, LoaderBatchesAreTheSameAsWithFullDecodes) {
+  test::TempDir dir;
+  auto paths = write_jpegs(dir.path().string());
+  write_image(dir / "p.png", picture(3));
+  paths.push_back(dir / "p.png");
+  for (int64_t channels : {3, 1}) {
+    std::vector<std::string> many;
+    std::vector<int64_t> labels;
+    for (int rep = 0; rep < 4; ++rep)
+      for (auto& p : paths) many.push_back(p), labels.push_back(int64_t(labels.size()));
+    auto data = std::make_shared<ImageFiles>(many, labels, channels);
+    for (const char* params : {"{size: 24, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}",
+                               "{size: [20, 28], scale: [0.9, 1.0], ratio: [0.2, 5.0]}",  // edges, centre fallback
+                               "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}"}) {
+      auto rrc = Registry<Transform>::instance().get("random_resized_crop").make(Config(YAML::Load(params), "random_resized_crop"));
+      auto flip = Registry<Transform>::instance().get("random_horizontal_flip").make(Config(YAML::Load("{p: 0.5}"), "f"));
+      auto tt = Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}"), "to_tensor"));
+      Compose fast({rrc, flip, tt}), slow({std::make_shared<FullDecode>(rrc), flip, tt});
+      LoaderOptions o;
+      o.batch_size = 5;
+      o.workers = 2;
+      o.shard.seed = 3;
+      DataLoader a(data, fast, o), b(data, slow, o);
+      for (int64_t e : {0, 1}) {
+        auto fa = epoch(a, e), sb = epoch(b, e);
+        ASSERT_EQ(fa.size(), sb.size());
+        for (std::size_t k = 0; k < fa.size(); ++k) {
+          EXPECT_TRUE(fa[k].inputs.equal(sb[k].inputs)) << params << " channels " << channels << " epoch " << e << " batch " << k;
+          EXPECT_TRUE(fa[k].targets.equal(sb[k].targets));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainrun

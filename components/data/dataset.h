@@ -2,6 +2,7 @@
 // tensors (what a decoder gives); transforms take them from there.
 #pragma once
 
+#include "components/data/image.h"
 #include "registry/registry.h"
 
 #include <ATen/core/Tensor.h>
@@ -23,6 +24,9 @@ class Dataset {
   virtual std::size_t size() const = 0;
   virtual Example get(std::size_t index) const = 0;  // thread-safe
   virtual int64_t label(std::size_t index) const = 0;  // without decoding the image
+  // get(index) with the image cropped to pick(H, W): the same pixels. Image files override it to
+  // decode only the box of a JPEG.
+  virtual Example get_region(std::size_t index, const RegionPicker& pick) const;
 };
 
 // What a dataset entry builds: a train and an eval split, and the class names.
@@ -56,6 +60,7 @@ class Subset : public Dataset {
   Subset(std::shared_ptr<const Dataset> base, std::size_t limit) : base_(std::move(base)), size_(limit) {}
   std::size_t size() const override { return size_; }
   Example get(std::size_t i) const override { return base_->get(i); }
+  Example get_region(std::size_t i, const RegionPicker& pick) const override { return base_->get_region(i, pick); }
   int64_t label(std::size_t i) const override { return base_->label(i); }
 
  private:

@@ -6,7 +6,18 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstring>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <optional>
+#include <vector>
+
+#include <jpeglib.h>
 
 namespace trainrun {
 
@@ -30,6 +41,123 @@ at::Tensor decode_image(const std::string& path, int64_t channels) {
   cv::Mat dst(bgr.rows, bgr.cols, CV_8UC(int(channels)), out.data_ptr<uint8_t>());
   cv::cvtColor(bgr, dst, channels == 3 ? cv::COLOR_BGR2RGB : cv::COLOR_BGR2GRAY);  // writes into `out`
   return out;
+}
+
+Example Dataset::get_region(std::size_t index, const RegionPicker& pick) const {
+  Example ex = get(index);
+  CropBox b = pick(ex.image.size(0), ex.image.size(1));
+  ex.image = ex.image.narrow(0, b.top, b.height).narrow(1, b.left, b.width);
+  return ex;
+}
+
+namespace {
+
+struct JpegError {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+};
+
+[[noreturn]] void jpeg_fail(j_common_ptr cinfo) { std::longjmp(reinterpret_cast<JpegError*>(cinfo->err)->jump, 1); }
+void jpeg_quiet(j_common_ptr) {}  // warnings are counted (num_warnings) and handled by falling back
+
+// The box of a JPEG in `data`, decoded as OpenCV's imread decodes the whole file (JCS_EXT_BGR
+// there, RGB here: the same per-pixel colour conversion, JDCT_ISLOW, fancy upsampling). Calls
+// pick(H, W) once the header is read and stores the box in *box. False (and *box untouched when
+// pick was not called) when the file is not a JPEG this handles, is corrupt, or gave a warning:
+// the caller then decodes the whole file as before.
+bool decode_jpeg_box(const std::vector<unsigned char>& data, const RegionPicker& pick, std::optional<CropBox>* box,
+                     at::Tensor* rgb, std::vector<unsigned char>* row_buffer) {
+  jpeg_decompress_struct cinfo;
+  JpegError err;
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = jpeg_fail;
+  err.pub.output_message = jpeg_quiet;
+  // Everything that changes after setjmp lives in the caller (no C++ object to unwind here).
+  std::vector<unsigned char>& row = *row_buffer;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data.data(), static_cast<unsigned long>(data.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  if ((cinfo.jpeg_color_space != JCS_YCbCr && cinfo.jpeg_color_space != JCS_GRAYSCALE &&
+       cinfo.jpeg_color_space != JCS_RGB) ||
+      cinfo.err->num_warnings > 0) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  const int64_t H = cinfo.image_height, W = cinfo.image_width;
+  *box = pick(H, W);
+  const CropBox b = **box;
+  if (b.top < 0 || b.left < 0 || b.height <= 0 || b.width <= 0 || b.top + b.height > H || b.left + b.width > W) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  cinfo.out_color_space = JCS_RGB;
+  cinfo.dct_method = JDCT_ISLOW;
+  cinfo.do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(&cinfo);
+  // A column window one iMCU wider than the box on each side (within the image): upsampling at
+  // the window's edges then differs from a full decode only outside the box.
+  const int64_t mcu_w = int64_t(cinfo.max_h_samp_factor) * DCTSIZE, mcu_h = int64_t(cinfo.max_v_samp_factor) * DCTSIZE;
+  int64_t x0 = std::max<int64_t>(0, b.left - mcu_w), x1 = std::min<int64_t>(W, b.left + b.width + mcu_w);
+  JDIMENSION xoff = JDIMENSION(x0), cw = JDIMENSION(x1 - x0);
+  if (x0 > 0 || x1 < W) jpeg_crop_scanline(&cinfo, &xoff, &cw);  // widens to iMCU boundaries
+  else xoff = 0, cw = cinfo.output_width;
+  // Rows: skip to one iMCU row above the box (context rows for vertical upsampling are then
+  // decoded as in a full decode), read and drop up to the box, read the box.
+  int64_t y0 = std::max<int64_t>(0, b.top - mcu_h);
+  if (y0 > 0) y0 = int64_t(jpeg_skip_scanlines(&cinfo, JDIMENSION(y0)));
+  const int64_t comps = cinfo.output_components;  // 3
+  row.resize(std::size_t(cw) * std::size_t(comps));
+  *rgb = at::empty({b.height, b.width, 3}, at::kByte);
+  uint8_t* out = rgb->data_ptr<uint8_t>();
+  const int64_t col = b.left - int64_t(xoff);
+  JSAMPROW rows[1] = {row.data()};
+  for (int64_t y = y0; y < b.top + b.height; ++y) {
+    if (jpeg_read_scanlines(&cinfo, rows, 1) != 1) longjmp(err.jump, 1);
+    if (y < b.top) continue;
+    std::memcpy(out + (y - b.top) * b.width * 3, row.data() + col * comps, std::size_t(b.width * 3));
+  }
+  bool clean = cinfo.err->num_warnings == 0;
+  jpeg_destroy_decompress(&cinfo);  // the rows below the box are never decoded
+  return clean;
+}
+
+}  // namespace
+
+at::Tensor decode_image_region(const std::string& path, int64_t channels, const RegionPicker& pick) {
+  if (channels != 1 && channels != 3)
+    throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
+  std::optional<CropBox> box;
+  std::vector<unsigned char> data;
+  {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::streamoff size = in ? std::streamoff(in.tellg()) : -1;
+    if (size > 0) {
+      data.resize(std::size_t(size));
+      in.seekg(0);
+      if (!in.read(reinterpret_cast<char*>(data.data()), size)) data.clear();
+    }
+  }
+  if (data.size() > 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
+    at::Tensor rgb;
+    std::vector<unsigned char> row;
+    if (decode_jpeg_box(data, pick, &box, &rgb, &row)) {
+      if (channels == 3) return rgb;
+      at::Tensor out = at::empty({rgb.size(0), rgb.size(1), 1}, at::kByte);
+      cv::Mat src(int(rgb.size(0)), int(rgb.size(1)), CV_8UC3, rgb.data_ptr<uint8_t>());
+      cv::Mat dst(int(rgb.size(0)), int(rgb.size(1)), CV_8UC1, out.data_ptr<uint8_t>());
+      cv::cvtColor(src, dst, cv::COLOR_RGB2GRAY);
+      return out;
+    }
+  }
+  // Not a JPEG, or one libjpeg could not decode cleanly: the whole image, then the box (drawn
+  // only once: the decoder may have read the header before giving up).
+  at::Tensor full = decode_image(path, channels);
+  CropBox b = box ? *box : pick(full.size(0), full.size(1));
+  return full.narrow(0, b.top, b.height).narrow(1, b.left, b.width).contiguous();
 }
 
 void write_image(const std::string& path, const at::Tensor& image) {

@@ -4,9 +4,18 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace trainrun {
+
+// A crop rectangle in pixels (torchvision's top, left, height, width).
+struct CropBox {
+  int64_t top = 0, left = 0, height = 0, width = 0;
+};
+
+// Picks the box to crop out of an image of the given height and width (called exactly once).
+using RegionPicker = std::function<CropBox(int64_t height, int64_t width)>;
 
 // Decodes an image file (JPEG, PNG, BMP, TIFF, WebP, PPM/PGM: whatever OpenCV's imgcodecs reads)
 // into uint8 H x W x C: channels 3 = RGB (PIL's convert('RGB')), channels 1 = luma (PIL's
@@ -14,6 +23,13 @@ namespace trainrun {
 // torchvision's PIL loader. Throws UnreadableFile (a DataError) naming the file when
 // it is missing or does not decode.
 at::Tensor decode_image(const std::string& path, int64_t channels);
+
+// decode_image(path, channels) cropped to pick(H, W), the same pixels bit for bit. A baseline or
+// progressive JPEG (YCbCr, RGB or grayscale) is decoded only as far as the box needs: libjpeg-turbo
+// reads the header, skips the rows above the box and decodes a column window one iMCU wider than
+// the box on each side (so fancy chroma upsampling at the box's edges sees the same neighbours as
+// in a full decode), then the box is sliced out. Anything else is decoded whole, then cropped.
+at::Tensor decode_image_region(const std::string& path, int64_t channels, const RegionPicker& pick);
 
 // Writes a uint8 H x W x C image (RGB or grayscale) in the format the extension names
 // (.jpg at OpenCV's default quality 95, .png, ...). For fixtures and benchmarks.

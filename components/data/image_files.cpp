@@ -12,6 +12,10 @@ namespace trainrun {
 
 Example ImageFiles::get(std::size_t i) const { return {decode_image(paths_.at(i), channels_), labels_.at(i)}; }
 
+Example ImageFiles::get_region(std::size_t i, const RegionPicker& pick) const {
+  return {decode_image_region(paths_.at(i), channels_, pick), labels_.at(i)};
+}
+
 std::shared_ptr<ImageFiles> ImageFiles::select(const std::vector<int64_t>& indices) const {
   std::vector<std::string> paths;
   std::vector<int64_t> labels;

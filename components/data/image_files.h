@@ -16,6 +16,7 @@ class ImageFiles : public Dataset {
       : paths_(std::move(paths)), labels_(std::move(labels)), channels_(channels) {}
   std::size_t size() const override { return paths_.size(); }
   Example get(std::size_t i) const override;
+  Example get_region(std::size_t i, const RegionPicker& pick) const override;
   int64_t label(std::size_t i) const override { return labels_.at(i); }
   const std::string& path(std::size_t i) const { return paths_.at(i); }
 

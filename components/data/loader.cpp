@@ -94,9 +94,19 @@ Batch DataLoader::load(std::vector<int64_t> indices, int64_t epoch) const {
   images.reserve(indices.size());
   std::string last_error;
   for (int64_t i : indices) {
+    // One generator per example from (seed, epoch, index): identical whatever the worker count.
+    std::seed_seq seq{uint64_t(options_.shard.seed), uint64_t(epoch), uint64_t(i)};
+    Rng rng(seq);
+    // A first transform that crops (random_resized_crop) draws its box from the image's size and
+    // the dataset decodes only that box (JPEG files): the same pixels and draws as the full path.
+    const Transform* first = transforms_.front();
+    bool crop_first = first && first->crops_first();
     Example ex;
     try {
-      ex = dataset_->get(std::size_t(i));
+      if (crop_first)
+        ex = dataset_->get_region(std::size_t(i), [&](int64_t h, int64_t w) { return first->crop_box(h, w, rng); });
+      else
+        ex = dataset_->get(std::size_t(i));
     } catch (const UnreadableFile& e) {
       if (!options_.skip_bad_files) throw;
       last_error = e.what();
@@ -105,10 +115,7 @@ Batch DataLoader::load(std::vector<int64_t> indices, int64_t epoch) const {
       spdlog::warn("skipped an unreadable example ({} so far): {}", ++*skipped_, e.what());
       continue;
     }
-    // One generator per example from (seed, epoch, index): identical whatever the worker count.
-    std::seed_seq seq{uint64_t(options_.shard.seed), uint64_t(epoch), uint64_t(i)};
-    Rng rng(seq);
-    images.push_back(transforms_(ex.image, rng));
+    images.push_back(crop_first ? transforms_.from(1, first->after_crop(ex.image, rng), rng) : transforms_(ex.image, rng));
     labels.push_back(at::scalar_tensor(ex.label, at::kLong));
   }
   if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + last_error);

@@ -3,11 +3,13 @@
 // batch is the same whatever the number of workers.
 #pragma once
 
+#include "components/data/image.h"
 #include "registry/registry.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -23,6 +25,12 @@ class Transform {
   // One transform doing this one's work and then `next`'s in a single pass (same numbers), or
   // null. Compose asks, so to_tensor + normalize touch each pixel once.
   virtual std::shared_ptr<Transform> fuse(const Transform& next) const { return nullptr; }
+  // For a transform that starts by cropping a box drawn from `rng` (random_resized_crop): true,
+  // and then operator()(x, rng) == after_crop(x cropped to crop_box(H, W, rng), rng) with the same
+  // draws. The loader uses it to decode only the box of a JPEG.
+  virtual bool crops_first() const { return false; }
+  virtual CropBox crop_box(int64_t height, int64_t width, Rng& rng) const { return {0, 0, height, width}; }
+  virtual at::Tensor after_crop(const at::Tensor& cropped, Rng& rng) const { return cropped; }
 };
 
 template <>
@@ -48,15 +56,18 @@ class Compose {
     return x;
   }
   bool empty() const { return steps_.empty(); }
+  // The first step, or null; and the steps from `first` on.
+  const Transform* front() const { return steps_.empty() ? nullptr : steps_.front().get(); }
+  at::Tensor from(std::size_t first, at::Tensor x, Rng& rng) const {
+    for (std::size_t i = first; i < steps_.size(); ++i) x = (*steps_[i])(x, rng);
+    return x;
+  }
 
  private:
   std::vector<std::shared_ptr<Transform>> steps_;
 };
 
-// torchvision's geometry, shared by the transforms and exposed for the tests.
-struct CropBox {
-  int64_t top = 0, left = 0, height = 0, width = 0;
-};
+// torchvision's geometry (CropBox is in image.h), shared by the transforms and exposed for the tests.
 
 // RandomResizedCrop.get_params: 10 tries of area ~ U(scale) * H * W and log-ratio ~
 // U(log ratio), a box that fits placed uniformly; else the centre crop clamped to `ratio`.

@@ -196,6 +196,14 @@ class RandomResizedCrop : public Transform {
     CropBox box = random_resized_crop_box(x.size(0), x.size(1), scale_, ratio_, rng);
     return resized_crop(x, box, h_, w_);
   }
+  bool crops_first() const override { return true; }
+  CropBox crop_box(int64_t height, int64_t width, Rng& rng) const override {
+    return random_resized_crop_box(height, width, scale_, ratio_, rng);
+  }
+  at::Tensor after_crop(const at::Tensor& cropped, Rng&) const override {
+    at::Tensor img = cropped;
+    return resize_mat(as_mat(img), h_, w_);
+  }
 
  private:
   int64_t h_, w_;
