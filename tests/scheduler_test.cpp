@@ -272,25 +272,24 @@ TEST(SchedulerState, RejectsAStateThatDoesNotFit) {
 }
 
 // `trainrun check --schedule` prints the run's schedule; checked against OneCycleLR on AdamW.
-TEST(ScheduleCli, CheckScheduleIsTorchsOneCycle) {
-  if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  auto r = test::run(test::trainrun("check " + test::source("recipes/quickstart.yaml") +
-                                    " 'scheduler={name: onecycle, max_lr: 0.01}' --schedule data.max_train_samples=640 world.nproc_per_node=1"));
-  ASSERT_EQ(r.code, 0) << r.err;
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/schedule.py") +
-                      " '{\"optimizer\": \"adamw\", \"lrs\": [0.001], \"steps\": 10, \"scheduler\": \"OneCycleLR\", "
-                      "\"args\": {\"max_lr\": 0.01, \"total_steps\": 10}}'");
-  ASSERT_EQ(py.code, 0) << py.err;
+// Compares `trainrun check --schedule` output (`# onecycle: step lr momentum`, then one line per
+// step 0..total) with tests/py/schedule.py's run of `spec`; returns the worst relative difference.
+double expect_schedule_is_torchs(const std::string& check_output, const std::string& spec, int64_t total) {
+  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/schedule.py") + " '" + spec + "'");
+  EXPECT_EQ(py.code, 0) << py.err;
+  if (py.code != 0) return INFINITY;
   json expected = json::parse(py.out);
-
-  std::istringstream lines(r.out);
+  std::istringstream lines(check_output);
   std::string header;
   std::getline(lines, header);
   EXPECT_EQ(header, "# onecycle: step lr momentum");
   int64_t step = -1;
   double lr = 0, momentum = 0, worst = 0;
-  for (int64_t want = 0; want <= 10; ++want) {
-    ASSERT_TRUE(lines >> step >> lr >> momentum) << r.out;
+  for (int64_t want = 0; want <= total; ++want) {
+    if (!(lines >> step >> lr >> momentum)) {
+      ADD_FAILURE() << "no line for step " << want << ": " << check_output;
+      return INFINITY;
+    }
     EXPECT_EQ(step, want);
     double d = std::max(relative_difference(lr, expected["lr"][want][0].get<double>()),
                         relative_difference(momentum, expected["momentum"][want][0].get<double>()));
@@ -298,7 +297,17 @@ TEST(ScheduleCli, CheckScheduleIsTorchsOneCycle) {
     EXPECT_LE(d, kTolerance) << "step " << want;
   }
   std::string rest;
-  EXPECT_FALSE(lines >> rest) << "more than 11 lines: " << r.out;
+  EXPECT_FALSE(lines >> rest) << "more lines than steps: " << check_output;
+  return worst;
+}
+
+TEST(ScheduleCli, CheckScheduleIsTorchsOneCycle) {
+  if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto r = test::run(test::trainrun("check " + test::source("recipes/quickstart.yaml") +
+                                    " 'scheduler={name: onecycle, max_lr: 0.01}' --schedule data.max_train_samples=640 world.nproc_per_node=1"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  double worst = expect_schedule_is_torchs(
+      r.out, R"({"optimizer": "adamw", "lrs": [0.001], "steps": 10, "scheduler": "OneCycleLR", "args": {"max_lr": 0.01, "total_steps": 10}})", 10);
   std::cout << "[ measured ] max relative difference vs torch: " << worst << "\n";
 }
 
@@ -316,28 +325,11 @@ TEST(ScheduleCli, PetsRecipeScheduleIsTorchsOneCycle) {
   // The Accelerate example's loop: 80% of 7,400 files = 5,920 train examples, 93 batches of 64
   // (the last one partial) per epoch, 5 epochs.
   const int64_t total = 5 * 93;
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/schedule.py") +
-                      " '{\"optimizer\": \"adam\", \"lrs\": [0.0012], \"steps\": " + std::to_string(total) +
-                      ", \"scheduler\": \"OneCycleLR\", \"args\": {\"max_lr\": 0.03, \"total_steps\": " +
-                      std::to_string(total) + "}}'");
-  ASSERT_EQ(py.code, 0) << py.err;
-  json expected = json::parse(py.out);
-  std::istringstream lines(r.out);
-  std::string header;
-  std::getline(lines, header);
-  EXPECT_EQ(header, "# onecycle: step lr momentum");
-  int64_t step = -1;
-  double lr = 0, momentum = 0, worst = 0;
-  for (int64_t want = 0; want <= total; ++want) {
-    ASSERT_TRUE(lines >> step >> lr >> momentum) << "line " << want;
-    EXPECT_EQ(step, want);
-    double d = std::max(relative_difference(lr, expected["lr"][want][0].get<double>()),
-                        relative_difference(momentum, expected["momentum"][want][0].get<double>()));
-    worst = std::max(worst, d);
-    EXPECT_LE(d, kTolerance) << "step " << want;
-  }
-  std::string rest;
-  EXPECT_FALSE(lines >> rest) << "more lines than steps";
+  double worst = expect_schedule_is_torchs(
+      r.out,
+      R"({"optimizer": "adam", "lrs": [0.0012], "steps": )" + std::to_string(total) +
+          R"(, "scheduler": "OneCycleLR", "args": {"max_lr": 0.03, "total_steps": )" + std::to_string(total) + "}}",
+      total);
   std::cout << "[ measured ] pets_resnet50d schedule, " << total << " steps: max relative difference vs torch " << worst << "\n";
 }
 

@@ -55,6 +55,14 @@ class TorchvisionReference : public ::testing::Test {
     std::cout << "[ diff vs torchvision+PIL ] " << name << ": max " << r.max << ", mean " << r.mean << "\n";
     return r;
   }
+  // `resize` with each (case name, params) against torchvision within the documented bound.
+  void expect_resizes_within_bound(const std::vector<std::pair<std::string, std::string>>& cases) {
+    for (auto& [name, params] : cases) {
+      Diff d = compare(name, (*make("resize", params))(image(), rng));
+      EXPECT_LE(d.max, 20) << name;
+      EXPECT_LE(d.mean, 1.0) << name;
+    }
+  }
 
   Rng rng{0};
   static inline test::TempDir* dir_ = nullptr;
@@ -71,24 +79,14 @@ TEST_F(TorchvisionReference, DecodeIsPixelExactInRgbAndGrayscale) {
 // (README, Data) is max 20 and mean 1.0 grey levels on a photo-like image (measured: max 17 at
 // the sharp edges, mean <= 0.99; enlarging and resized crops: max 1-5, mean 0.2-0.4).
 TEST_F(TorchvisionReference, ResizeShrinkingIsWithinTheDocumentedBound) {
-  for (auto [name, params] : std::vector<std::pair<std::string, std::string>>{
-           {"resize_224", "{size: 224, max_size: null}"},
-           {"resize_100x150", "{size: [100, 150], max_size: null}"},
-           {"resize_32", "{size: 32, max_size: null}"}}) {
-    Diff d = compare(name, (*make("resize", params))(image(), rng));
-    EXPECT_LE(d.max, 20) << name;
-    EXPECT_LE(d.mean, 1.0) << name;
-  }
+  expect_resizes_within_bound({{"resize_224", "{size: 224, max_size: null}"},
+                               {"resize_100x150", "{size: [100, 150], max_size: null}"},
+                               {"resize_32", "{size: 32, max_size: null}"}});
 }
 
 TEST_F(TorchvisionReference, ResizeEnlargingAndMixedAreWithinTheDocumentedBound) {
-  for (auto [name, params] : std::vector<std::pair<std::string, std::string>>{
-           {"resize_600x800", "{size: [600, 800], max_size: null}"},
-           {"resize_200x700", "{size: [200, 700], max_size: null}"}}) {
-    Diff d = compare(name, (*make("resize", params))(image(), rng));
-    EXPECT_LE(d.max, 20) << name;
-    EXPECT_LE(d.mean, 1.0) << name;
-  }
+  expect_resizes_within_bound({{"resize_600x800", "{size: [600, 800], max_size: null}"},
+                               {"resize_200x700", "{size: [200, 700], max_size: null}"}});
 }
 
 TEST_F(TorchvisionReference, CenterCropIsExactWithTorchvisionRoundingAndPadding) {
