@@ -39,6 +39,14 @@ std::pair<std::shared_ptr<const Dataset>, std::shared_ptr<const Dataset>> split_
   return {all.select(std::vector<int64_t>(p, p + cut)), all.select(std::vector<int64_t>(p + cut, p + n))};
 }
 
+Schema& add_split_and_channel_keys(Schema& schema, const std::string& val_fraction_doc) {
+  return schema.add("val_fraction", Type::Float, yaml("0.2"), val_fraction_doc)
+      .above(0).max(1)
+      .add("split_seed", Type::Int, yaml("42"), "seed of the train/validation permutation").min(0)
+      .add("channels", Type::Int, yaml("3"), "3 = RGB, 1 = grayscale (PIL convert('L'))")
+      .range(1, 3);
+}
+
 int64_t channels(const Config& c) {
   int64_t n = c.get<int64_t>("channels");
   if (n != 1 && n != 3) throw DataError(c.path() + ".channels: must be 1 (grayscale) or 3 (RGB), got " + std::to_string(n));

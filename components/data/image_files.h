@@ -36,6 +36,10 @@ class ImageFiles : public Dataset {
 std::pair<std::shared_ptr<const Dataset>, std::shared_ptr<const Dataset>> split_files(
     const ImageFiles& all, double val_fraction, uint64_t seed, const std::string& what);
 
+// The keys pets_folder and image_folder share: `val_fraction` (documented by `val_fraction_doc`),
+// `split_seed` and `channels`, added to `schema`.
+Schema& add_split_and_channel_keys(Schema& schema, const std::string& val_fraction_doc);
+
 // The `channels` key of a folder dataset: 1 or 3.
 int64_t channels(const Config& c);
 

@@ -67,16 +67,12 @@ DatasetSplits make_image_folder(const Config& c) {
 
 TRAINRUN_REGISTER(Dataset, "image_folder",
                   "one sub-folder of images per class (torchvision ImageFolder); eval = val_root or a seeded share",
-                  Schema()
-                      .required("root", Type::Path, "folder of class folders: root/CLASS/IMAGE")
-                      .add("val_root", Type::Path, YAML::Node(), "evaluation folder of the same layout; null = split root")
-                      .nullable()
-                      .add("val_fraction", Type::Float, yaml("0.2"),
-                           "without val_root: share held out for evaluation (torch.randperm(n, split_seed))")
-                      .above(0).max(1)
-                      .add("split_seed", Type::Int, yaml("42"), "seed of the train/validation permutation").min(0)
-                      .add("channels", Type::Int, yaml("3"), "3 = RGB, 1 = grayscale (PIL convert('L'))")
-                      .range(1, 3),
+                  add_split_and_channel_keys(
+                      Schema()
+                          .required("root", Type::Path, "folder of class folders: root/CLASS/IMAGE")
+                          .add("val_root", Type::Path, YAML::Node(), "evaluation folder of the same layout; null = split root")
+                          .nullable(),
+                      "without val_root: share held out for evaluation (torch.randperm(n, split_seed))"),
                   make_image_folder);
 
 }  // namespace trainrun

@@ -75,17 +75,13 @@ DatasetSplits make_pets_folder(const Config& c) {
 
 TRAINRUN_REGISTER(Dataset, "pets_folder",
                   "flat image folder, label = first capture group of label_regex on the file name (Oxford-IIIT Pet)",
-                  Schema()
-                      .required("root", Type::Path, "folder holding the images (not searched recursively)")
-                      .add("label_regex", Type::String, YAML::Node("^(.*)_\\d+\\.jpg$"),
-                           "regex searched in each file name; group 1 = class; other files are skipped")
-                      .add("val_fraction", Type::Float, yaml("0.2"),
-                           "share held out for evaluation: torch.randperm(n, seed) over the sorted files, "
-                           "last share = validation")
-                      .above(0).max(1)
-                      .add("split_seed", Type::Int, yaml("42"), "seed of the train/validation permutation").min(0)
-                      .add("channels", Type::Int, yaml("3"), "3 = RGB, 1 = grayscale (PIL convert('L'))")
-                      .range(1, 3),
+                  add_split_and_channel_keys(
+                      Schema()
+                          .required("root", Type::Path, "folder holding the images (not searched recursively)")
+                          .add("label_regex", Type::String, YAML::Node("^(.*)_\\d+\\.jpg$"),
+                               "regex searched in each file name; group 1 = class; other files are skipped"),
+                      "share held out for evaluation: torch.randperm(n, seed) over the sorted files, "
+                      "last share = validation"),
                   make_pets_folder);
 
 }  // namespace trainrun
