@@ -147,11 +147,11 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     top5 += double(ranked.eq(y.unsqueeze(1)).any(1).sum().item<int64_t>());
     n += double(y.size(0));
     if (keep_predictions) {
-      at::Tensor yc = y.cpu(), rc = ranked.cpu().contiguous();
-      for (int64_t i = 0; i < yc.size(0); ++i) {
-        r.targets.push_back(yc[i].item<int64_t>());
-        r.ranked.emplace_back(rc[i].data_ptr<int64_t>(), rc[i].data_ptr<int64_t>() + k);
-      }
+      at::Tensor yc = y.cpu().contiguous(), rc = ranked.cpu().contiguous();
+      const int64_t* t = yc.data_ptr<int64_t>();
+      const int64_t* top = rc.data_ptr<int64_t>();
+      r.targets.insert(r.targets.end(), t, t + yc.size(0));
+      for (int64_t i = 0; i < yc.size(0); ++i) r.ranked.emplace_back(top + i * k, top + (i + 1) * k);
     }
   }
   at::Tensor totals = acc.reduce_sum(at::tensor({loss_sum, correct, top5, n}, at::kDouble));
