@@ -2,10 +2,11 @@
 // random_horizontal_flip) take uint8 H x W x C and give uint8 H x W x C, as torchvision's do on
 // PIL images; to_tensor turns that into CHW float in [0, 1]; normalize works on floats.
 //
-// Resampling is OpenCV's, picked to come closest to PIL's antialiased bilinear (what
-// torchvision users get from PIL images): INTER_AREA when shrinking, INTER_LINEAR when
-// enlarging (both at half-pixel centres, as PIL). The difference to torchvision + PIL on the
-// same JPEG is measured by tests/transforms_test.cpp and stated in the README.
+// Resampling is OpenCV's, arranged to come close to PIL's antialiased bilinear (what
+// torchvision users get from PIL images): a triangle blur of PIL's filter width on each axis that
+// shrinks, then INTER_LINEAR at half-pixel centres (see triangle_kernel). It is closer to PIL
+// than INTER_AREA and twice as fast. The difference to torchvision + PIL on the same JPEG is
+// measured by tests/transforms_test.cpp and stated in the README.
 #include "components/data/cv_tensor.h"
 #include "components/data/transform.h"
 
@@ -21,24 +22,40 @@ namespace {
 // Python's round(): halves go to the even neighbour (the default rounding mode).
 int64_t py_round(double x) { return int64_t(std::nearbyint(x)); }
 
+// PIL's antialiased bilinear weights output pixel i by tri((j + 0.5 - c_i) / s) over input
+// pixels j, with s = in / out and c_i = (i + 0.5) * s when shrinking. The same triangle sampled
+// at integer offsets, as a blur, followed by a linear resize sampling at c_i - 0.5 gives those
+// weights linearly interpolated between integer offsets: exact where the triangle is straight,
+// off next to its peak and its ends. One tap when the axis does not shrink (PIL's filter is then
+// plain bilinear, which INTER_LINEAR is).
+cv::Mat triangle_kernel(int64_t in, int64_t out) {
+  if (out >= in) return cv::Mat::ones(1, 1, CV_32F);
+  double s = double(in) / double(out);
+  int r = int(std::ceil(s)) - 1;
+  cv::Mat k(2 * r + 1, 1, CV_32F);
+  double sum = 0;
+  for (int d = -r; d <= r; ++d) sum += (k.at<float>(d + r) = float(std::max(0.0, 1.0 - std::abs(d) / s)));
+  return k / sum;
+}
+
 // Resizes `src` into a new height x width tensor.
 at::Tensor resize_mat(const cv::Mat& src, int64_t height, int64_t width) {
   at::Tensor out = at::empty({height, width, src.channels()}, at::kByte);
   cv::Mat dst(int(height), int(width), src.type(), out.data_ptr<uint8_t>());
-  bool shrink_h = height < src.rows, shrink_w = width < src.cols;
-  bool grow_h = height > src.rows, grow_w = width > src.cols;
-  if (!shrink_h && !shrink_w && !grow_h && !grow_w) {
+  if (height == src.rows && width == src.cols) {
     src.copyTo(dst);
-  } else if (!grow_h && !grow_w) {
-    cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_AREA);
-  } else if (!shrink_h && !shrink_w) {
-    cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
-  } else {  // one axis shrinks, the other grows: each axis with its own filter, shrinking first
-    cv::Mat tmp;
-    cv::Size mid = shrink_h ? cv::Size(src.cols, int(height)) : cv::Size(int(width), src.rows);
-    cv::resize(src, tmp, mid, 0, 0, cv::INTER_AREA);
-    cv::resize(tmp, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
+    return out;
   }
+  if (height >= src.rows && width >= src.cols) {
+    cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
+    return out;
+  }
+  // ISOLATED: a crop (an ROI of a larger image) is blurred as if it were the whole image, as PIL
+  // resizes the cropped copy; otherwise pixels outside the box would leak in at its edges.
+  cv::Mat blurred;
+  cv::sepFilter2D(src, blurred, -1, triangle_kernel(src.cols, width), triangle_kernel(src.rows, height),
+                  cv::Point(-1, -1), 0, cv::BORDER_REPLICATE | cv::BORDER_ISOLATED);
+  cv::resize(blurred, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
   return out;
 }
 

@@ -59,6 +59,8 @@ emit("center_crop_301x199", T.CenterCrop([301, 199])(pil))
 emit("center_crop_400x600", T.CenterCrop([400, 600])(pil))   # larger than the image: padded
 emit("resized_crop_50_60_200_150_224", F.resized_crop(pil, 50, 60, 200, 150, [224, 224]))
 emit("resized_crop_10_20_80_90_224", F.resized_crop(pil, 10, 20, 80, 90, [224, 224]))  # enlarges
+emit("resized_crop_30_40_330_410_224", F.resized_crop(pil, 30, 40, 330, 410, [224, 224]))  # shrinks
+emit("resized_crop_5_0_370_180_224", F.resized_crop(pil, 5, 0, 370, 180, [224, 224]))  # shrinks h, enlarges w
 emit("hflip", F.hflip(pil))
 
 # RandomResizedCrop.get_params over many draws (default scale and ratio): the statistics the
