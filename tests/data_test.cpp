@@ -337,6 +337,13 @@ std::vector<std::string> write_jpegs(const std::string& dir) {
   at::Tensor gray = picture(++seed, 61, 45).select(2, 1).unsqueeze(2).contiguous();
   paths.push_back(dir + "/gray.jpg");
   write_image(paths.back(), gray);  // a one-component JPEG
+  // OpenCV writes 4:2:0; PIL (as photos come from other cameras and tools) also 4:2:2 and 4:4:4.
+  auto r = test::run(std::string(test::kPython) + " -c \"import numpy as np, sys; from PIL import Image; " +
+                     "a = np.random.default_rng(5).integers(0, 256, (83, 121, 3), dtype=np.uint8); " +
+                     "[Image.fromarray(a).save(sys.argv[1] + '/pil%d.jpg' % s, quality=90, subsampling=s) for s in (0, 1, 2)]\" " +
+                     dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (int s : {0, 1, 2}) paths.push_back(dir + "/pil" + std::to_string(s) + ".jpg");
   return paths;
 }
 

@@ -98,16 +98,18 @@ bool decode_jpeg_box(const std::vector<unsigned char>& data, const RegionPicker&
   cinfo.dct_method = JDCT_ISLOW;
   cinfo.do_fancy_upsampling = TRUE;
   jpeg_start_decompress(&cinfo);
-  // A column window one iMCU wider than the box on each side (within the image): upsampling at
-  // the window's edges then differs from a full decode only outside the box.
-  const int64_t mcu_w = int64_t(cinfo.max_h_samp_factor) * DCTSIZE, mcu_h = int64_t(cinfo.max_v_samp_factor) * DCTSIZE;
-  int64_t x0 = std::max<int64_t>(0, b.left - mcu_w), x1 = std::min<int64_t>(W, b.left + b.width + mcu_w);
+  // Fancy upsampling reads one chroma sample beyond each edge of what it outputs: a window
+  // max_samp_factor pixels wider than the box on each side (within the image) makes the box's
+  // edge pixels what a full decode gives (narrower windows differ there; tests/data_test.cpp).
+  // jpeg_crop_scanline widens the window further, to iMCU boundaries.
+  const int64_t margin_x = cinfo.max_h_samp_factor, margin_y = cinfo.max_v_samp_factor;
+  int64_t x0 = std::max<int64_t>(0, b.left - margin_x), x1 = std::min<int64_t>(W, b.left + b.width + margin_x);
   JDIMENSION xoff = JDIMENSION(x0), cw = JDIMENSION(x1 - x0);
-  if (x0 > 0 || x1 < W) jpeg_crop_scanline(&cinfo, &xoff, &cw);  // widens to iMCU boundaries
+  if (x0 > 0 || x1 < W) jpeg_crop_scanline(&cinfo, &xoff, &cw);
   else xoff = 0, cw = cinfo.output_width;
-  // Rows: skip to one iMCU row above the box (context rows for vertical upsampling are then
-  // decoded as in a full decode), read and drop up to the box, read the box.
-  int64_t y0 = std::max<int64_t>(0, b.top - mcu_h);
+  // Rows: jpeg_skip_scanlines entropy-decodes the skipped rows without producing pixels and keeps
+  // the upsampler's context; read and drop the margin rows, then read the box.
+  int64_t y0 = std::max<int64_t>(0, b.top - margin_y);
   if (y0 > 0) y0 = int64_t(jpeg_skip_scanlines(&cinfo, JDIMENSION(y0)));
   const int64_t comps = cinfo.output_components;  // 3
   row.resize(std::size_t(cw) * std::size_t(comps));
