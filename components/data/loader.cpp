@@ -24,16 +24,12 @@ class ThreadPool {
     cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
-  template <class F>
-  auto submit(F f) -> std::future<decltype(f())> {
-    auto task = std::make_shared<std::packaged_task<decltype(f())()>>(std::move(f));
-    auto fut = task->get_future();
+  void post(std::function<void()> job) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.emplace([task] { (*task)(); });
+      queue_.push(std::move(job));
     }
     cv_.notify_one();
-    return fut;
   }
 
  private:
@@ -55,6 +51,15 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+};
+
+// A batch being loaded one example per task: the task that finishes last collates it.
+struct DataLoader::PendingBatch {
+  std::vector<int64_t> indices;
+  std::vector<Loaded> examples;  // one slot per index
+  std::vector<std::exception_ptr> errors;
+  std::atomic<int64_t> left;
+  std::promise<Batch> done;
 };
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Compose transforms, LoaderOptions options)
@@ -89,37 +94,42 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   fill();
 }
 
-Batch DataLoader::load(std::vector<int64_t> indices, int64_t epoch) const {
-  std::vector<at::Tensor> images, labels;
-  images.reserve(indices.size());
-  std::string last_error;
-  for (int64_t i : indices) {
-    // One generator per example from (seed, epoch, index): identical whatever the worker count.
-    std::seed_seq seq{uint64_t(options_.shard.seed), uint64_t(epoch), uint64_t(i)};
-    Rng rng(seq);
-    // A first transform that crops (random_resized_crop) draws its box from the image's size and
-    // the dataset decodes only that box (JPEG files): the same pixels and draws as the full path.
-    const Transform* first = transforms_.front();
-    bool crop_first = first && first->crops_first();
-    Example ex;
-    try {
-      if (crop_first)
-        ex = dataset_->get_region(std::size_t(i), [&](int64_t h, int64_t w) { return first->crop_box(h, w, rng); });
-      else
-        ex = dataset_->get(std::size_t(i));
-    } catch (const UnreadableFile& e) {
-      if (!options_.skip_bad_files) throw;
-      last_error = e.what();
-      // Dropped from this batch only: the other examples, and every other batch, are what they
-      // would have been, whatever the number of workers.
-      spdlog::warn("skipped an unreadable example ({} so far): {}", ++*skipped_, e.what());
-      continue;
-    }
-    images.push_back(crop_first ? transforms_.from(1, first->after_crop(ex.image, rng), rng) : transforms_(ex.image, rng));
-    labels.push_back(at::scalar_tensor(ex.label, at::kLong));
+DataLoader::Loaded DataLoader::load_example(int64_t i, int64_t epoch) const {
+  // One generator per example from (seed, epoch, index): identical whatever the worker count.
+  std::seed_seq seq{uint64_t(options_.shard.seed), uint64_t(epoch), uint64_t(i)};
+  Rng rng(seq);
+  // A first transform that crops (random_resized_crop) draws its box from the image's size and
+  // the dataset decodes only that box (JPEG files): the same pixels and draws as the full path.
+  const Transform* first = transforms_.front();
+  bool crop_first = first && first->crops_first();
+  Example ex;
+  try {
+    if (crop_first)
+      ex = dataset_->get_region(std::size_t(i), [&](int64_t h, int64_t w) { return first->crop_box(h, w, rng); });
+    else
+      ex = dataset_->get(std::size_t(i));
+  } catch (const UnreadableFile& e) {
+    if (!options_.skip_bad_files) throw;
+    // Dropped from this batch only: the other examples, and every other batch, are what they
+    // would have been, whatever the number of workers.
+    spdlog::warn("skipped an unreadable example ({} so far): {}", ++*skipped_, e.what());
+    return {at::Tensor(), ex.label, e.what()};
   }
-  if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + last_error);
-  return {at::stack(images), at::stack(labels)};
+  at::Tensor x = crop_first ? transforms_.from(1, first->after_crop(ex.image, rng), rng) : transforms_(ex.image, rng);
+  return {x, ex.label, {}};
+}
+
+Batch DataLoader::collate(const std::vector<Loaded>& examples) const {
+  std::vector<at::Tensor> images;
+  std::vector<int64_t> labels;
+  images.reserve(examples.size());
+  for (const Loaded& e : examples) {
+    if (!e.input.defined()) continue;
+    images.push_back(e.input);
+    labels.push_back(e.label);
+  }
+  if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + examples.back().error);
+  return {at::stack(images), at::tensor(labels, at::kLong)};
 }
 
 void DataLoader::fill() {
@@ -129,14 +139,41 @@ void DataLoader::fill() {
     auto end = order_.begin() + std::min<int64_t>(int64_t(order_.size()), (next_batch_ + 1) * options_.batch_size);
     std::vector<int64_t> indices(begin, end);
     ++next_batch_;
-    if (pool_) {
-      pending_.push_back(pool_->submit([this, indices = std::move(indices), e = epoch_] { return load(indices, e); }));
-    } else {
+    if (!pool_) {  // synchronous: load one batch per next()
       std::promise<Batch> p;
-      p.set_value(load(std::move(indices), epoch_));
+      std::vector<Loaded> examples;
+      for (int64_t i : indices) examples.push_back(load_example(i, epoch_));
+      p.set_value(collate(examples));
       pending_.push_back(p.get_future());
+      break;
     }
-    if (!pool_) break;  // synchronous: load one batch per next()
+    // One task per example rather than per batch: the workers share each batch, so none idles
+    // while another finishes the epoch's last batch alone.
+    auto batch = std::make_shared<PendingBatch>();
+    batch->indices = std::move(indices);
+    std::size_t n = batch->indices.size();
+    batch->examples.resize(n);
+    batch->errors.resize(n);
+    batch->left = int64_t(n);
+    pending_.push_back(batch->done.get_future());
+    for (std::size_t k = 0; k < n; ++k) {
+      pool_->post([this, batch, k, e = epoch_] {
+        try {
+          batch->examples[k] = load_example(batch->indices[k], e);
+        } catch (...) {
+          batch->errors[k] = std::current_exception();
+        }
+        if (batch->left.fetch_sub(1) != 1) return;
+        // The first failing example in batch order, whatever finished first.
+        for (auto& err : batch->errors)
+          if (err) return batch->done.set_exception(err);
+        try {
+          batch->done.set_value(collate(batch->examples));
+        } catch (...) {
+          batch->done.set_exception(std::current_exception());
+        }
+      });
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace trainrun {
 
@@ -48,7 +49,14 @@ class DataLoader {
   int64_t skipped_files() const { return skipped_->load(); }  // since the loader was made
 
  private:
-  Batch load(std::vector<int64_t> indices, int64_t epoch) const;
+  struct Loaded {  // one example after its transforms; input undefined when skipped
+    at::Tensor input;
+    int64_t label = 0;
+    std::string error;  // why it was skipped
+  };
+  struct PendingBatch;
+  Loaded load_example(int64_t index, int64_t epoch) const;
+  Batch collate(const std::vector<Loaded>& examples) const;
   void fill();
 
   std::shared_ptr<const Dataset> dataset_;
