@@ -296,6 +296,52 @@ TEST(Loader, BatchesAreIdenticalWhateverTheNumberOfWorkers) {
     }
 }
 
+// Hides apply_into(): the loader then stacks this transform's results into each batch.
+class Stacked : public Transform {
+ public:
+  explicit Stacked(std::shared_ptr<Transform> t) : t_(std::move(t)) {}
+  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override { return (*t_)(x, rng); }
+
+ private:
+  std::shared_ptr<Transform> t_;
+};
+
+TEST(Loader, BatchesWrittenInPlaceAreTheStackedOnes) {
+  // Noise, and every 9th file unreadable: its batch is one short and falls back to stacking.
+  struct NoisyWithHoles : Indexed {
+    using Indexed::Indexed;
+    Example get(std::size_t i) const override {
+      if (i % 9 == 4) throw UnreadableFile("file " + std::to_string(i) + ": cannot decode the image");
+      auto g = at::make_generator<at::CPUGeneratorImpl>(i);
+      return {torch::randint(0, 256, {20, 24, 3}, g, torch::kUInt8), int64_t(i)};
+    }
+  };
+  auto data = std::make_shared<NoisyWithHoles>(41);
+  auto step = [](const std::string& name, const std::string& params) {
+    return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
+  };
+  auto rrc = step("random_resized_crop", "{size: 12, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}");
+  auto flip = step("random_horizontal_flip", "{p: 0.5}");
+  auto tt = step("to_tensor", "{}");
+  auto norm = step("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}");
+  for (int64_t workers : {0, 2}) {
+    LoaderOptions o;
+    o.batch_size = 6;
+    o.workers = workers;
+    o.shard.seed = 5;
+    DataLoader in_place(data, Compose({rrc, flip, tt, norm}), o);
+    DataLoader stacked(data, Compose({rrc, flip, tt, std::make_shared<Stacked>(norm)}), o);
+    for (int64_t e : {0, 1}) {
+      auto a = epoch(in_place, e), b = epoch(stacked, e);  // every batch held: none may share memory
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        EXPECT_TRUE(a[k].inputs.equal(b[k].inputs)) << "workers " << workers << " epoch " << e << " batch " << k;
+        EXPECT_TRUE(a[k].targets.equal(b[k].targets));
+      }
+    }
+  }
+}
+
 TEST(Loader, RanksCoverEveryIndexOncePerEpoch) {
   auto data = std::make_shared<Indexed>(23);
   for (int64_t world : {1, 2, 3, 4}) {

@@ -56,6 +56,7 @@ class ThreadPool {
 // A batch being loaded one example per task: the task that finishes last collates it.
 struct DataLoader::PendingBatch {
   std::vector<int64_t> indices;
+  at::Tensor inputs;  // allocated up front, for the examples to be written into; may be undefined
   std::vector<Loaded> examples;  // one slot per index
   std::vector<std::exception_ptr> errors;
   std::atomic<int64_t> left;
@@ -94,7 +95,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   fill();
 }
 
-DataLoader::Loaded DataLoader::load_example(int64_t i, int64_t epoch) const {
+DataLoader::Loaded DataLoader::load_example(int64_t i, int64_t epoch, const at::Tensor& slot) const {
   // One generator per example from (seed, epoch, index): identical whatever the worker count.
   std::seed_seq seq{uint64_t(options_.shard.seed), uint64_t(epoch), uint64_t(i)};
   Rng rng(seq);
@@ -115,11 +116,26 @@ DataLoader::Loaded DataLoader::load_example(int64_t i, int64_t epoch) const {
     spdlog::warn("skipped an unreadable example ({} so far): {}", ++*skipped_, e.what());
     return {at::Tensor(), ex.label, e.what()};
   }
-  at::Tensor x = crop_first ? transforms_.from(1, first->after_crop(ex.image, rng), rng) : transforms_(ex.image, rng);
+  at::Tensor x = crop_first ? transforms_.from(1, first->after_crop(ex.image, rng), rng, slot)
+                            : transforms_.from(0, ex.image, rng, slot);
   return {x, ex.label, {}};
 }
 
-Batch DataLoader::collate(const std::vector<Loaded>& examples) const {
+at::Tensor DataLoader::allocate_inputs(int64_t n) const {
+  if (example_shape_.empty()) return {};
+  std::vector<int64_t> shape{n};
+  shape.insert(shape.end(), example_shape_.begin(), example_shape_.end());
+  return at::empty(shape, at::kFloat);
+}
+
+at::Tensor DataLoader::slot(const at::Tensor& inputs, std::size_t k) {
+  return inputs.defined() ? inputs.select(0, int64_t(k)) : at::Tensor();
+}
+
+Batch DataLoader::collate(const std::vector<Loaded>& examples, const at::Tensor& inputs) const {
+  bool in_place = inputs.defined();
+  for (std::size_t k = 0; k < examples.size() && in_place; ++k)
+    in_place = examples[k].input.defined() && examples[k].input.data_ptr() == slot(inputs, k).data_ptr();
   std::vector<at::Tensor> images;
   std::vector<int64_t> labels;
   images.reserve(examples.size());
@@ -129,7 +145,7 @@ Batch DataLoader::collate(const std::vector<Loaded>& examples) const {
     labels.push_back(e.label);
   }
   if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + examples.back().error);
-  return {at::stack(images), at::tensor(labels, at::kLong)};
+  return {in_place ? inputs : at::stack(images), at::tensor(labels, at::kLong)};
 }
 
 void DataLoader::fill() {
@@ -141,9 +157,10 @@ void DataLoader::fill() {
     ++next_batch_;
     if (!pool_) {  // synchronous: load one batch per next()
       std::promise<Batch> p;
+      at::Tensor inputs = allocate_inputs(int64_t(indices.size()));
       std::vector<Loaded> examples;
-      for (int64_t i : indices) examples.push_back(load_example(i, epoch_));
-      p.set_value(collate(examples));
+      for (std::size_t k = 0; k < indices.size(); ++k) examples.push_back(load_example(indices[k], epoch_, slot(inputs, k)));
+      p.set_value(collate(examples, inputs));
       pending_.push_back(p.get_future());
       break;
     }
@@ -155,11 +172,12 @@ void DataLoader::fill() {
     batch->examples.resize(n);
     batch->errors.resize(n);
     batch->left = int64_t(n);
+    batch->inputs = allocate_inputs(int64_t(n));
     pending_.push_back(batch->done.get_future());
     for (std::size_t k = 0; k < n; ++k) {
       pool_->post([this, batch, k, e = epoch_] {
         try {
-          batch->examples[k] = load_example(batch->indices[k], e);
+          batch->examples[k] = load_example(batch->indices[k], e, slot(batch->inputs, k));
         } catch (...) {
           batch->errors[k] = std::current_exception();
         }
@@ -168,7 +186,7 @@ void DataLoader::fill() {
         for (auto& err : batch->errors)
           if (err) return batch->done.set_exception(err);
         try {
-          batch->done.set_value(collate(batch->examples));
+          batch->done.set_value(collate(batch->examples, batch->inputs));
         } catch (...) {
           batch->done.set_exception(std::current_exception());
         }
@@ -182,6 +200,10 @@ std::optional<Batch> DataLoader::next() {
   std::future<Batch> f = std::move(pending_.front());
   pending_.pop_front();
   Batch b = f.get();  // rethrows a worker's exception here
+  // Batches to come are allocated with this one's example shape, for the last transform to write
+  // straight into (float inputs only: to_tensor's); an example of another shape is stacked instead.
+  example_shape_.clear();
+  if (b.inputs.scalar_type() == at::kFloat) example_shape_.assign(b.inputs.sizes().begin() + 1, b.inputs.sizes().end());
   fill();
   return b;
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trainrun {
 
@@ -55,8 +56,11 @@ class DataLoader {
     std::string error;  // why it was skipped
   };
   struct PendingBatch;
-  Loaded load_example(int64_t index, int64_t epoch) const;
-  Batch collate(const std::vector<Loaded>& examples) const;
+  // `slot`: the example's place in its batch's preallocated inputs (or undefined).
+  Loaded load_example(int64_t index, int64_t epoch, const at::Tensor& slot) const;
+  at::Tensor allocate_inputs(int64_t examples) const;
+  static at::Tensor slot(const at::Tensor& inputs, std::size_t k);
+  Batch collate(const std::vector<Loaded>& examples, const at::Tensor& inputs) const;
   void fill();
 
   std::shared_ptr<const Dataset> dataset_;
@@ -67,6 +71,7 @@ class DataLoader {
   int64_t epoch_ = 0;
   int64_t next_batch_ = 0;  // next batch to schedule
   std::deque<std::future<Batch>> pending_;
+  std::vector<int64_t> example_shape_;  // of the last batch's inputs (one example), when float
   std::shared_ptr<std::atomic<int64_t>> skipped_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 

@@ -31,6 +31,10 @@ class Transform {
   virtual bool crops_first() const { return false; }
   virtual CropBox crop_box(int64_t height, int64_t width, Rng& rng) const { return {0, 0, height, width}; }
   virtual at::Tensor after_crop(const at::Tensor& cropped, Rng& rng) const { return cropped; }
+  // operator()(x, rng), written into `out` when this transform can and its result has out's
+  // shape: then `out` is returned; otherwise a new tensor. The loader hands the last transform
+  // each example's slice of the batch, which saves stacking a copy.
+  virtual at::Tensor apply_into(const at::Tensor& x, Rng& rng, const at::Tensor& out) const { return (*this)(x, rng); }
 };
 
 template <>
@@ -51,15 +55,14 @@ class Compose {
         steps_.push_back(std::move(t));
     }
   }
-  at::Tensor operator()(at::Tensor x, Rng& rng) const {
-    for (auto& t : steps_) x = (*t)(x, rng);
-    return x;
-  }
+  at::Tensor operator()(at::Tensor x, Rng& rng) const { return from(0, std::move(x), rng); }
   bool empty() const { return steps_.empty(); }
-  // The first step, or null; and the steps from `first` on.
+  // The first step, or null; and the steps from `first` on, the last one writing into `out` if
+  // it can (Transform::apply_into).
   const Transform* front() const { return steps_.empty() ? nullptr : steps_.front().get(); }
-  at::Tensor from(std::size_t first, at::Tensor x, Rng& rng) const {
-    for (std::size_t i = first; i < steps_.size(); ++i) x = (*steps_[i])(x, rng);
+  at::Tensor from(std::size_t first, at::Tensor x, Rng& rng, const at::Tensor& out = {}) const {
+    for (std::size_t i = first; i < steps_.size(); ++i)
+      x = i + 1 == steps_.size() && out.defined() ? steps_[i]->apply_into(x, rng, out) : (*steps_[i])(x, rng);
     return x;
   }
 

@@ -96,14 +96,17 @@ class ToTensorLut : public Transform {
   // C' x 256 float (C' = 1 broadcasts); `rest` is what the table folds in, for float inputs.
   explicit ToTensorLut(at::Tensor lut, std::shared_ptr<const Transform> rest = nullptr)
       : lut_(std::move(lut)), rest_(std::move(rest)) {}
-  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override {
+  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override { return apply_into(x, rng, {}); }
+  at::Tensor apply_into(const at::Tensor& x, Rng& rng, const at::Tensor& into) const override {
     if (x.scalar_type() != at::kByte) return rest_ ? (*rest_)(x, rng) : x;  // already a float tensor, as torchvision allows
     at::Tensor img = x.contiguous();
     int64_t h = img.size(0), w = img.size(1), c = img.size(2), n = h * w;
     if (lut_.size(0) != 1 && lut_.size(0) != c)
       throw std::invalid_argument("normalize: " + std::to_string(lut_.size(0)) + " means for an image with " +
                                   std::to_string(c) + " channels");
-    at::Tensor out = at::empty({c, h, w}, at::kFloat);
+    bool fits = into.defined() && into.scalar_type() == at::kFloat && into.is_contiguous() &&
+                into.sizes() == at::IntArrayRef({c, h, w});
+    at::Tensor out = fits ? into : at::empty({c, h, w}, at::kFloat);
     const uint8_t* in = img.data_ptr<uint8_t>();
     float* o = out.data_ptr<float>();
     for (int64_t ch = 0; ch < c; ++ch) {
