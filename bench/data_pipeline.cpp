@@ -5,8 +5,12 @@
 // Each side reports the best of EPOCHS timed epochs after a warm-up epoch.
 //
 // usage: build/bench/data_pipeline [WORKERS=2] [BATCH=32] [IMAGES=400] [EPOCHS=3] [FOLDER]
+//        build/bench/data_pipeline --stages [IMAGES=400] [FOLDER]
 // FOLDER (default: a fresh temp folder) is filled with IMAGES JPEGs in 4 class folders unless
-// it already holds them.
+// it already holds them. --stages times our steps one by one on one thread instead (ms per
+// image): the region decode, the full decode it replaces, the resize, to_tensor + normalize,
+// and the stacking a batch would cost; and the region decode of a 1x1 box in the last corner,
+// which is nearly all entropy decoding (every row down to the box's must be entropy-decoded).
 #include "components/data/image.h"
 #include "components/data/image_files.h"
 #include "components/data/loader.h"
@@ -41,7 +45,64 @@ std::shared_ptr<Transform> make(const std::string& name, const std::string& para
   return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
 }
 
+std::vector<std::string> list_photos(const fs::path& dir, std::vector<int64_t>* labels) {
+  std::vector<std::string> paths;
+  for (int64_t c = 0; c < 4; ++c)
+    for (auto& e : fs::directory_iterator(dir / ("class" + std::to_string(c)))) {
+      paths.push_back(e.path().string());
+      if (labels) labels->push_back(c);
+    }
+  return paths;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+int stages(int64_t count, const fs::path& dir) {
+  write_photos(dir, count);
+  auto paths = list_photos(dir, nullptr);
+  auto rrc = make("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}");
+  Compose tail({make("to_tensor", "{}"), make("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}")});
+  double region = 0, full = 0, resize = 0, tensor = 0, stack = 0, corner = 0;
+  std::vector<at::Tensor> batch;
+  const int reps = 3;
+  for (int rep = 0; rep < reps; ++rep)
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      Rng rng(i + rep * paths.size());
+      auto t = std::chrono::steady_clock::now();
+      at::Tensor crop = decode_image_region(paths[i], 3, [&](int64_t h, int64_t w) { return rrc->crop_box(h, w, rng); });
+      region += ms_since(t);
+      t = std::chrono::steady_clock::now();
+      decode_image(paths[i], 3);
+      full += ms_since(t);
+      t = std::chrono::steady_clock::now();
+      at::Tensor resized = rrc->after_crop(crop, rng);
+      resize += ms_since(t);
+      t = std::chrono::steady_clock::now();
+      batch.push_back(tail(resized, rng));
+      tensor += ms_since(t);
+      if (batch.size() == 32 || i + 1 == paths.size()) {
+        t = std::chrono::steady_clock::now();
+        at::stack(batch);
+        stack += ms_since(t);
+        batch.clear();
+      }
+      t = std::chrono::steady_clock::now();
+      decode_image_region(paths[i], 3, [](int64_t h, int64_t w) { return CropBox{h - 1, w - 1, 1, 1}; });
+      corner += ms_since(t);
+    }
+  double n = double(reps * paths.size());
+  std::printf("ms per image, one thread, %zu JPEGs 500x375: region decode %.3f, full decode %.3f, resize %.3f, "
+              "to_tensor+normalize %.3f, stack %.3f; 1x1 box in the last corner %.3f\n",
+              paths.size(), region / n, full / n, resize / n, tensor / n, stack / n, corner / n);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--stages")
+    return stages(argc > 2 ? std::stoll(argv[2]) : 400,
+                  argc > 3 ? fs::path(argv[3]) : fs::temp_directory_path() / "trainrun-bench-data");
   int64_t workers = argc > 1 ? std::stoll(argv[1]) : 2;
   int64_t batch = argc > 2 ? std::stoll(argv[2]) : 32;
   int64_t count = argc > 3 ? std::stoll(argv[3]) : 400;
@@ -49,13 +110,8 @@ int main(int argc, char** argv) {
   fs::path dir = argc > 5 ? fs::path(argv[5]) : fs::temp_directory_path() / "trainrun-bench-data";
   write_photos(dir, count);
 
-  std::vector<std::string> paths;
   std::vector<int64_t> labels;
-  for (int64_t c = 0; c < 4; ++c)
-    for (auto& e : fs::directory_iterator(dir / ("class" + std::to_string(c)))) {
-      paths.push_back(e.path().string());
-      labels.push_back(c);
-    }
+  std::vector<std::string> paths = list_photos(dir, &labels);
   auto data = std::make_shared<ImageFiles>(paths, labels, 3);
   Compose t({make("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}"),
              make("to_tensor", "{}"),
