@@ -296,10 +296,12 @@ TEST(Loader, BatchesAreIdenticalWhateverTheNumberOfWorkers) {
     }
 }
 
-// Hides apply_into(): the loader then stacks this transform's results into each batch.
-class Stacked : public Transform {
+// A transform with its optional shortcuts hidden: as the first step, crops_first() (the loader
+// then decodes whole images and crops them); as the last, apply_into() (it then stacks the
+// results into each batch). The slow paths that the fast ones must match.
+class Plain : public Transform {
  public:
-  explicit Stacked(std::shared_ptr<Transform> t) : t_(std::move(t)) {}
+  explicit Plain(std::shared_ptr<Transform> t) : t_(std::move(t)) {}
   at::Tensor operator()(const at::Tensor& x, Rng& rng) const override { return (*t_)(x, rng); }
 
  private:
@@ -330,7 +332,7 @@ TEST(Loader, BatchesWrittenInPlaceAreTheStackedOnes) {
     o.workers = workers;
     o.shard.seed = 5;
     DataLoader in_place(data, Compose({rrc, flip, tt, norm}), o);
-    DataLoader stacked(data, Compose({rrc, flip, tt, std::make_shared<Stacked>(norm)}), o);
+    DataLoader stacked(data, Compose({rrc, flip, tt, std::make_shared<Plain>(norm)}), o);
     for (int64_t e : {0, 1}) {
       auto a = epoch(in_place, e), b = epoch(stacked, e);  // every batch held: none may share memory
       ASSERT_EQ(a.size(), b.size());
@@ -434,16 +436,6 @@ TEST(DecodeRegion, JpegBoxesAreTheFullDecodeCroppedBitForBit) {
                UnreadableFile);
 }
 
-// Hides crops_first(): the loader then decodes whole images and crops them, as before.
-class FullDecode : public Transform {
- public:
-  explicit FullDecode(std::shared_ptr<Transform> t) : t_(std::move(t)) {}
-  at::Tensor operator()(const at::Tensor& x, Rng& rng) const override { return (*t_)(x, rng); }
-
- private:
-  std::shared_ptr<Transform> t_;
-};
-
 TEST(DecodeRegion, LoaderBatchesAreTheSameAsWithFullDecodes) {
   test::TempDir dir;
   auto paths = write_jpegs(dir.path().string());
@@ -461,7 +453,7 @@ TEST(DecodeRegion, LoaderBatchesAreTheSameAsWithFullDecodes) {
       auto rrc = Registry<Transform>::instance().get("random_resized_crop").make(Config(YAML::Load(params), "random_resized_crop"));
       auto flip = Registry<Transform>::instance().get("random_horizontal_flip").make(Config(YAML::Load("{p: 0.5}"), "f"));
       auto tt = Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}"), "to_tensor"));
-      Compose fast({rrc, flip, tt}), slow({std::make_shared<FullDecode>(rrc), flip, tt});
+      Compose fast({rrc, flip, tt}), slow({std::make_shared<Plain>(rrc), flip, tt});
       LoaderOptions o;
       o.batch_size = 5;
       o.workers = 2;
