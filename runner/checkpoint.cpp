@@ -3,6 +3,7 @@
 #include "components/models/model.h"
 #include "components/optim/optim.h"
 #include "runner/accelerator.h"
+#include "runner/durable_file.h"
 #include "runner/loss_scaler.h"
 #include "runner/recipe.h"
 #include "runner/weights.h"
@@ -12,11 +13,6 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -31,38 +27,6 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr const char* kStateFile = "trainer_state.json";
-
-[[noreturn]] void fail_errno(const fs::path& path, const std::string& what) {
-  throw CheckpointError(path.string() + ": " + what + ": " + std::strerror(errno));
-}
-
-// write + fsync with the errno a full disk gives (ofstream would only say "failed").
-void write_durable(const fs::path& path, const std::string& bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail_errno(path, "cannot write");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      int err = errno;
-      ::close(fd);
-      errno = err;
-      fail_errno(path, "write failed");
-    }
-    done += std::size_t(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) fail_errno(path, "fsync failed");
-}
-
-// A rename is durable only once the folder holding the entry is fsynced.
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) fail_errno(dir, "cannot open");
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) fail_errno(dir, "fsync failed");
-}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -349,7 +313,11 @@ void Checkpoints::update_best_link(const std::string& name) const {
   fs::create_directory_symlink(name, tmp, ec);
   if (!ec) fs::rename(tmp, link, ec);
   if (ec) throw CheckpointError(link.string() + ": cannot point it at " + name + ": " + ec.message());
-  fsync_dir(dir);
+  try {
+    fsync_dir(dir);
+  } catch (const FileWriteError& e) {
+    throw CheckpointError(e.what());
+  }
 }
 
 void Checkpoints::rotate(const std::string& best) const {

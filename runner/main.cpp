@@ -4,6 +4,7 @@
 #include "components/data/loader.h"
 #include "runner/accelerator.h"
 #include "runner/checkpoint.h"
+#include "runner/durable_file.h"
 #include "runner/job.h"
 #include "runner/launcher.h"
 #include "runner/logging.h"
@@ -176,16 +177,11 @@ int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint
   out.update(report.json());
   // Next to the weights it describes; written whole or not at all.
   fs::path report_path = fs::path(file).parent_path() / "eval_report.json";
-  fs::path tmp = report_path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << out.dump(2) << "\n";
-    if (!f.flush()) throw TrainingError(report_path.string() + ": cannot write the report");
+  try {
+    write_file_atomic(report_path, out.dump(2) + "\n");
+  } catch (const FileWriteError& e) {
+    throw TrainingError(std::string(e.what()) + " (the report)");
   }
-  std::error_code ec;
-  fs::rename(tmp, report_path, ec);
-  if (ec) throw TrainingError(report_path.string() + ": cannot write the report: " + ec.message());
   spdlog::info("Wrote {}", report_path.string());
   return 0;
 }

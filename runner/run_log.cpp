@@ -1,5 +1,7 @@
 #include "runner/run_log.h"
 
+#include "runner/durable_file.h"
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -21,14 +23,10 @@ RunLog::RunLog(const std::string& dir, nlohmann::ordered_json history, int64_t r
     : path_((std::filesystem::path(dir) / "metrics.jsonl").string()),
       history_(history.is_array() ? std::move(history) : nlohmann::ordered_json::array()),
       events_(dir, resumed_step) {
-  // Written to a temporary file and renamed, so a crash here never loses the old lines.
-  std::string tmp = path_ + ".tmp";
-  {
-    std::ofstream rewrite(tmp, std::ios::trunc);
-    for (auto& line : history_) rewrite << line.dump() << "\n";
-    if (!rewrite) throw std::runtime_error(tmp + ": cannot write");
-  }
-  std::filesystem::rename(tmp, path_);
+  // Rewritten whole (a resumed run's history), so a crash here never loses the old lines.
+  std::string lines;
+  for (auto& line : history_) lines += line.dump() + "\n";
+  write_file_atomic(path_, lines);
   out_.open(path_, std::ios::app);
   if (!out_) throw std::runtime_error(path_ + ": cannot write");
 }

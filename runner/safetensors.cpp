@@ -1,13 +1,10 @@
 #include "runner/safetensors.h"
 
+#include "runner/durable_file.h"
+
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -35,16 +32,6 @@ at::ScalarType dtype_of(const std::string& name, const std::string& path, const 
   throw WeightsError(path + ": tensor '" + key + "' has unsupported dtype " + name);
 }
 
-void write_all(int fd, const void* data, std::size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) throw WeightsError(path + ": write failed: " + std::strerror(errno));
-    p += w;
-    n -= std::size_t(w);
-  }
-}
-
 }  // namespace
 
 void save_safetensors(const std::string& path, const TensorList& tensors,
@@ -66,23 +53,12 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = (n >> (8 * i)) & 0xff;
 
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw WeightsError(path + ": cannot write: " + std::strerror(errno));
+  std::vector<Bytes> pieces = {{len, 8}, {text.data(), text.size()}};
+  for (auto& c : data) pieces.push_back({c.data_ptr(), std::size_t(c.numel() * c.element_size())});
   try {
-    write_all(fd, len, 8, path);
-    write_all(fd, text.data(), text.size(), path);
-    for (auto& c : data) write_all(fd, c.data_ptr(), std::size_t(c.numel() * c.element_size()), path);
-    if (::fsync(fd) != 0) throw WeightsError(path + ": fsync failed: " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw WeightsError(path + ": rename failed: " + std::strerror(errno));
+    write_file_atomic(path, pieces);
+  } catch (const FileWriteError& e) {
+    throw WeightsError(e.what());
   }
 }
 
