@@ -68,6 +68,31 @@ TEST(DataEndToEnd, PetsCheckPrintsClassesAndSplitsAndOneEpochTrains) {
   EXPECT_NE(fatal.err.find("Abyssinian_77.jpg: cannot decode"), std::string::npos) << fatal.err;
 }
 
+// data.on_bad_file: skip in a 2-process run: the rank that meets the corrupt file warns and goes
+// on, every rank finishes the epoch, and evaluation counts each readable example once. The split
+// is torch.randperm(21) over the sorted files, where Abyssinian_77.jpg is index 8: split_seed 1
+// puts it in training, 13 in validation (6 -> 5 evaluated examples).
+TEST(DataEndToEnd, TwoProcessesSkipACorruptImageInTrainingOrInEvaluation) {
+  test::TempDir dir;
+  write_pets(dir / "pets", true);
+  for (auto [seed, evaluated] : {std::pair<int, int64_t>{1, 6}, {13, 5}}) {
+    std::string out = dir / ("run" + std::to_string(seed));
+    auto r = test::run(test::trainrun(pets_recipe(dir) + " world.nproc_per_node=2 world.master_port=0 " +
+                                      "data.dataset.split_seed=" + std::to_string(seed) + " output.dir=" + out));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE((r.out + r.err).find("skipped an unreadable example (1 so far): " + (dir / "pets/Abyssinian_77.jpg")),
+              std::string::npos) << r.out << r.err;
+    int64_t examples = -1;
+    bool finished = false;
+    for (auto& l : test::read_jsonl(out + "/metrics.jsonl")) {
+      if (l.contains("eval_examples")) examples = l["eval_examples"].get<int64_t>();
+      finished |= l.contains("train_runtime");
+    }
+    EXPECT_EQ(examples, evaluated) << "split_seed " << seed;
+    EXPECT_TRUE(finished);
+  }
+}
+
 TEST(DataEndToEnd, MissingFolderAndUnmatchedRegexAreBadInput) {
   test::TempDir dir;
   auto r = test::run(test::trainrun("check " + pets_recipe(dir)));
