@@ -2,6 +2,7 @@
 
 #include "components/data/loader.h"
 #include "runner/checkpoint.h"
+#include "runner/durable_file.h"
 #include "runner/logging.h"
 #include "runner/loss_scaler.h"
 #include "runner/progress.h"
@@ -78,11 +79,96 @@ std::string thousands(int64_t n) {
 }
 
 void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw TrainingError(path.string() + ": cannot write");
+  try {
+    write_file_atomic(path, text);
+  } catch (const FileWriteError& e) {
+    throw TrainingError(e.what());
+  }
 }
 
+// The run folder (rank 0 makes it): the resolved recipe, labels.json, train.log; the job's
+// notes are logged once.
+fs::path prepare_run_folder(const Job& job, Accelerator& acc) {
+  fs::path dir = job.recipe.root["output"]["dir"].as<std::string>();
+  const bool main_process = acc.is_main_process();
+  if (main_process) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw TrainingError(dir.string() + ": cannot create the run folder: " + ec.message());
+    write_text(dir / "recipe.resolved.yaml", job.recipe.dump());
+    nlohmann::ordered_json labels;
+    for (std::size_t i = 0; i < job.data.classes.size(); ++i) labels[std::to_string(i)] = job.data.classes[i];
+    write_text(dir / "labels.json", labels.dump(2) + "\n");
+  }
+  acc.wait_for_everyone();  // the run folder exists before any rank logs into it
+  // Other nodes see rank 0's folder only on a shared file system; without one they keep
+  // their warnings on their console.
+  if (main_process || fs::is_directory(dir)) add_log_file((dir / "train.log").string());
+  if (main_process)
+    for (auto& note : job.notes) spdlog::warn("{}", note);
+  return dir;
+}
+
+// The sizes the banner shows.
+struct RunShape {
+  int64_t epochs, batch, accum, total_steps;
+};
+
+// The Trainer's "***** Running training *****" banner.
+void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, const RunShape& run) {
+  spdlog::info("***** Running training *****");
+  spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
+  spdlog::info("  Num Epochs = {}", run.epochs);
+  spdlog::info("  Instantaneous batch size per device = {}", run.batch);
+  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}",
+               run.batch * acc.world_size() * run.accum);
+  spdlog::info("  Gradient Accumulation steps = {}", run.accum);
+  spdlog::info("  Total optimization steps = {}", thousands(run.total_steps));
+  spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
+               thousands(job.total_parameters()));
+  spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}), {} threads per process",
+               world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
+               acc.backend(), world.launcher, job.threads);
+  spdlog::info("  Device = {}, precision = {}", acc.device().str(), job.precision);
+}
+
+// The Trainer's lines on resuming from a checkpoint.
+void log_resume(const std::string& from, int64_t epoch, int64_t step, int64_t skip) {
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  if (restart && std::string(restart) != "0" && *restart)
+    spdlog::info("  Restart {} of the world: resuming from the newest checkpoint", restart);
+  spdlog::info("  Resuming from {}", from);
+  spdlog::info("  Continuing training from checkpoint, will skip to saved global_step");
+  spdlog::info("  Continuing training from epoch {}", epoch);
+  spdlog::info("  Continuing training from global step {}", step);
+  spdlog::info("  Will skip the first {} batches in the first epoch", skip);
+}
+
+// An evaluation's metrics.jsonl line (eval_loss, the runtime figures and the metrics the recipe
+// asks for) and, in *shown, the console's {...} line.
+nlohmann::ordered_json eval_line(const EvalResult& r, const YAML::Node& metrics, int64_t step, double epoch,
+                                 std::vector<std::pair<std::string, double>>* shown) {
+  nlohmann::ordered_json line;
+  for (const char* key : {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"}) {
+    bool wanted = std::string(key) != "eval_accuracy" && std::string(key) != "eval_top5";
+    for (auto& m : metrics) wanted |= "eval_" + m.as<std::string>() == key;
+    if (!wanted) continue;
+    shown->emplace_back(key, r.metrics.at(key));
+    line[key] = r.metrics.at(key);
+  }
+  line["eval_examples"] = r.examples;
+  line["epoch"] = epoch;
+  line["step"] = step;
+  shown->emplace_back("epoch", std::round(epoch * 100) / 100);
+  return line;
+}
+
+// This rank's figures since the last training log line.
+struct LogWindow {
+  Clock::time_point start = Clock::now();
+  double data_wait = 0;  // seconds spent waiting for batches
+  int64_t steps = 0, examples = 0;
+};
 
 // The global L2 norm of the gradients, as torch.nn.utils.clip_grad_norm_ computes (and the
 // Trainer logs as grad_norm): the norm of the per-parameter norms.
@@ -105,11 +191,6 @@ Optimization build_optimization(const Job& job, int64_t total_steps, int64_t ste
   o.optimizer = build_optimizer(job);
   o.scheduler = build_scheduler(job, *o.optimizer, total_steps, steps_per_epoch);
   return o;
-}
-
-std::string run_text(const char* key) {
-  const char* v = std::getenv(key);
-  return v ? v : "";
 }
 
 }  // namespace
@@ -173,23 +254,7 @@ EvalResult train(Job& job, const WorldInfo& world) {
   Accelerator acc(world, accelerator_options(job));
   const bool main_process = acc.is_main_process();
   StopSignal stop_signal;
-
-  fs::path dir = root["output"]["dir"].as<std::string>();
-  if (main_process) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw TrainingError(dir.string() + ": cannot create the run folder: " + ec.message());
-    write_text(dir / "recipe.resolved.yaml", job.recipe.dump());
-    nlohmann::ordered_json labels;
-    for (std::size_t i = 0; i < job.data.classes.size(); ++i) labels[std::to_string(i)] = job.data.classes[i];
-    write_text(dir / "labels.json", labels.dump(2) + "\n");
-  }
-  acc.wait_for_everyone();  // the run folder exists before any rank logs into it
-  // Other nodes see rank 0's folder only on a shared file system; without one they keep
-  // their warnings on their console.
-  if (main_process || fs::is_directory(dir)) add_log_file((dir / "train.log").string());
-  if (main_process)
-    for (auto& note : job.notes) spdlog::warn("{}", note);
+  const fs::path dir = prepare_run_folder(job, acc);
   Checkpoints checkpoints(CheckpointOptions::from(root["output"]), acc);
   const CheckpointOptions& copts = checkpoints.options();
   // Rank 0's choice for every rank (resuming across nodes needs output.dir on a shared file
@@ -205,11 +270,11 @@ EvalResult train(Job& job, const WorldInfo& world) {
   const int64_t batches_per_epoch = train_loader.batches_per_epoch();
   const int64_t steps_per_epoch = (batches_per_epoch + accum - 1) / accum;
   const int64_t total_steps = steps_per_epoch * epochs;
+  const int64_t batch = root["data"]["batch_size"].as<int64_t>();
   Optimization opt = build_optimization(job, total_steps, steps_per_epoch);
   const int64_t log_every = tcfg["log_every_steps"].as<int64_t>();
   const std::string eval_every = tcfg["eval_every"].as<std::string>();
   const int64_t eval_steps = eval_every == "epoch" || eval_every == "never" ? 0 : std::stoll(eval_every);
-  const int64_t batch = root["data"]["batch_size"].as<int64_t>();
   // Dropout and other in-model randomness: the same seed on every rank, as a PyTorch script
   // that calls torch.manual_seed(seed) before training.
   torch::manual_seed(root["seed"].as<uint64_t>());
@@ -255,51 +320,18 @@ EvalResult train(Job& job, const WorldInfo& world) {
   std::optional<RunLog> log;
   if (main_process) log.emplace(dir.string(), state.log_history, resume_from ? state.global_step : -1);
 
-  spdlog::info("***** Running training *****");
-  spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
-  spdlog::info("  Num Epochs = {}", epochs);
-  spdlog::info("  Instantaneous batch size per device = {}", batch);
-  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch * acc.world_size() * accum);
-  spdlog::info("  Gradient Accumulation steps = {}", accum);
-  spdlog::info("  Total optimization steps = {}", thousands(total_steps));
-  spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
-               thousands(job.total_parameters()));
-  spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}), {} threads per process",
-               world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
-               acc.backend(), world.launcher, job.threads);
-  spdlog::info("  Device = {}, precision = {}", acc.device().str(), job.precision);
-
+  log_banner(job, world, acc, {epochs, batch, accum, total_steps});
   int64_t step = state.global_step;
   int64_t first_epoch = state.epoch_index, skip = state.batches_in_epoch;
   if (skip >= batches_per_epoch) ++first_epoch, skip = 0;
-  if (resume_from) {
-    std::string restart = run_text("TORCHELASTIC_RESTART_COUNT");
-    if (!restart.empty() && restart != "0")
-      spdlog::info("  Restart {} of the world: resuming from the newest checkpoint", restart);
-    spdlog::info("  Resuming from {}", *resume_from);
-    spdlog::info("  Continuing training from checkpoint, will skip to saved global_step");
-    spdlog::info("  Continuing training from epoch {}", first_epoch);
-    spdlog::info("  Continuing training from global step {}", step);
-    spdlog::info("  Will skip the first {} batches in the first epoch", skip);
-  }
+  if (resume_from) log_resume(*resume_from, first_epoch, step, skip);
 
   Progress progress(total_steps, step, main_process);
   std::optional<nlohmann::json> unsaved_eval;  // the evaluation the next checkpoint is judged by
   auto run_eval = [&](int64_t at_step, double epoch) {
     EvalResult r = evaluate(ddp->module(), eval_loader, *job.loss, job, acc);
     std::vector<std::pair<std::string, double>> shown;
-    nlohmann::ordered_json line;
-    for (const char* key : {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"}) {
-      bool wanted = std::string(key) != "eval_accuracy" && std::string(key) != "eval_top5";
-      for (auto& m : tcfg["metrics"]) wanted |= "eval_" + m.as<std::string>() == key;
-      if (!wanted) continue;
-      shown.emplace_back(key, r.metrics.at(key));
-      line[key] = r.metrics.at(key);
-    }
-    line["eval_examples"] = r.examples;
-    line["epoch"] = epoch;
-    line["step"] = at_step;
-    shown.emplace_back("epoch", std::round(epoch * 100) / 100);
+    nlohmann::ordered_json line = eval_line(r, tcfg["metrics"], at_step, epoch, &shown);
     progress.clear();
     spdlog::info("{}", python_dict(shown));
     if (log) log->write(line);
@@ -344,9 +376,9 @@ EvalResult train(Job& job, const WorldInfo& world) {
   bool evaluated_at_end = false;
   for (auto& l : state.log_history)
     if (l.contains("eval_loss") && l.value("step", int64_t(-1)) == step) evaluated_at_end = true;
-  auto start = Clock::now(), window_start = start;
-  double data_wait = 0;  // this rank, since the last log line
-  int64_t window_steps = 0, window_examples = 0, session_examples = 0;
+  auto start = Clock::now();
+  LogWindow window;
+  int64_t session_examples = 0;
   const int64_t first_step = step;
   opt.optimizer->zero_grad();
   for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
@@ -358,7 +390,7 @@ EvalResult train(Job& job, const WorldInfo& world) {
     for (;;) {
       auto wait_start = Clock::now();
       auto b = train_loader.next();
-      data_wait += seconds_since(wait_start);
+      window.data_wait += seconds_since(wait_start);
       if (!b) break;
       // Accumulation micro-steps skip DDP's gradient sync (no_sync); the last batch of an
       // epoch closes a partial group, as the Trainer does.
@@ -378,7 +410,7 @@ EvalResult train(Job& job, const WorldInfo& world) {
       acc.backward(scaler.scale(accum > 1 ? loss / double(accum) : loss));  // mean over the k micro-batches
       sums.loss_since_log += value, sums.loss_total += value;
       ++sums.batches_since_log, ++sums.batches_total;
-      window_examples += y.size(0), session_examples += y.size(0);
+      window.examples += y.size(0), session_examples += y.size(0);
       if (!closes_step) continue;
       scaler.unscale(trainable);  // clipping and grad_norm see true gradients
       bool logging = (step + 1) % log_every == 0;
@@ -392,16 +424,16 @@ EvalResult train(Job& job, const WorldInfo& world) {
       }
       scaler.update();
       opt.optimizer->zero_grad();
-      ++step, ++window_steps;
+      ++step, ++window.steps;
       evaluated_at_end = false;
       progress.update(step);
       double epoch_f = double(step) / double(steps_per_epoch);
       if (logging) {
         double lr = current_lr(*opt.optimizer);
-        double window = seconds_since(window_start);
+        double seconds = seconds_since(window.start);
         // Means over ranks, as the Trainer logs them.
         at::Tensor t = acc.reduce_sum(at::tensor({sums.loss_since_log / double(sums.batches_since_log),
-                                                   double(window_examples), data_wait}, at::kDouble));
+                                                   double(window.examples), window.data_wait}, at::kDouble));
         auto v = t.accessor<double, 1>();
         double mean = v[0] / double(acc.world_size());
         progress.clear();
@@ -413,12 +445,12 @@ EvalResult train(Job& job, const WorldInfo& world) {
                       {"learning_rate", lr},
                       {"epoch", epoch_f},
                       {"step", step},
-                      {"samples_per_second", v[1] / window},
-                      {"step_time_s", window / double(window_steps)},
-                      {"data_wait_s", v[2] / double(acc.world_size()) / double(window_steps)},
+                      {"samples_per_second", v[1] / seconds},
+                      {"step_time_s", seconds / double(window.steps)},
+                      {"data_wait_s", v[2] / double(acc.world_size()) / double(window.steps)},
                       {"elapsed_s", seconds_since(start)}});
         sums.loss_since_log = 0, sums.batches_since_log = 0;
-        window_start = Clock::now(), data_wait = 0, window_steps = 0, window_examples = 0;
+        window = LogWindow();
       }
       if (eval_steps > 0 && step % eval_steps == 0) {
         last_eval = run_eval(step, epoch_f);
