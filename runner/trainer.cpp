@@ -170,6 +170,31 @@ struct LogWindow {
   int64_t steps = 0, examples = 0;
 };
 
+// The training log line (console and metrics.jsonl), then a new window. Loss, throughput and
+// data wait are combined over ranks as the Trainer logs them: a collective, every rank calls it.
+void log_training(const Accelerator& acc, RunLog* log, double grad_norm, double lr, double epoch, int64_t step,
+                  double elapsed, LoopSums& sums, LogWindow& window) {
+  double seconds = seconds_since(window.start);
+  at::Tensor t = acc.reduce_sum(at::tensor({sums.loss_since_log / double(sums.batches_since_log),
+                                            double(window.examples), window.data_wait}, at::kDouble));
+  auto v = t.accessor<double, 1>();
+  double mean = v[0] / double(acc.world_size());
+  spdlog::info("{}", python_dict({{"loss", std::round(mean * 1e4) / 1e4}, {"grad_norm", grad_norm},
+                                  {"learning_rate", lr}, {"epoch", std::round(epoch * 100) / 100}}));
+  if (log)
+    log->write({{"loss", mean},
+                {"grad_norm", grad_norm},
+                {"learning_rate", lr},
+                {"epoch", epoch},
+                {"step", step},
+                {"samples_per_second", v[1] / seconds},
+                {"step_time_s", seconds / double(window.steps)},
+                {"data_wait_s", v[2] / double(acc.world_size()) / double(window.steps)},
+                {"elapsed_s", elapsed}});
+  sums.loss_since_log = 0, sums.batches_since_log = 0;
+  window = LogWindow();
+}
+
 // The global L2 norm of the gradients, as torch.nn.utils.clip_grad_norm_ computes (and the
 // Trainer logs as grad_norm): the norm of the per-parameter norms.
 double global_grad_norm(const std::vector<at::Tensor>& params) {
@@ -191,6 +216,25 @@ Optimization build_optimization(const Job& job, int64_t total_steps, int64_t ste
   o.optimizer = build_optimizer(job);
   o.scheduler = build_scheduler(job, *o.optimizer, total_steps, steps_per_epoch);
   return o;
+}
+
+// The optimizer step that closes k micro-batches: gradients unscaled (fp16), clipped to
+// max_grad_norm (> 0) or, when `want_norm`, measured; returns their norm before clipping (0
+// when neither). GradScaler: an fp16 overflow skips the step, and (as Accelerate) the
+// scheduler's with it.
+double optimizer_step(Optimization& opt, LossScaler& scaler, const std::vector<at::Tensor>& trainable,
+                      double max_grad_norm, bool want_norm) {
+  scaler.unscale(trainable);  // clipping and grad_norm see true gradients
+  double grad_norm = 0;
+  if (max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
+  else if (want_norm) grad_norm = global_grad_norm(trainable);
+  if (!scaler.step_skipped()) {
+    opt.optimizer->step();
+    opt.scheduler->step();
+  }
+  scaler.update();
+  opt.optimizer->zero_grad();
+  return grad_norm;
 }
 
 }  // namespace
@@ -412,45 +456,16 @@ EvalResult train(Job& job, const WorldInfo& world) {
       ++sums.batches_since_log, ++sums.batches_total;
       window.examples += y.size(0), session_examples += y.size(0);
       if (!closes_step) continue;
-      scaler.unscale(trainable);  // clipping and grad_norm see true gradients
       bool logging = (step + 1) % log_every == 0;
-      double grad_norm = 0;
-      if (max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
-      else if (logging) grad_norm = global_grad_norm(trainable);
-      // GradScaler: an fp16 overflow skips the step, and (as Accelerate) the scheduler with it.
-      if (!scaler.step_skipped()) {
-        opt.optimizer->step();
-        opt.scheduler->step();
-      }
-      scaler.update();
-      opt.optimizer->zero_grad();
+      double grad_norm = optimizer_step(opt, scaler, trainable, max_grad_norm, logging);
       ++step, ++window.steps;
       evaluated_at_end = false;
       progress.update(step);
       double epoch_f = double(step) / double(steps_per_epoch);
       if (logging) {
-        double lr = current_lr(*opt.optimizer);
-        double seconds = seconds_since(window.start);
-        // Means over ranks, as the Trainer logs them.
-        at::Tensor t = acc.reduce_sum(at::tensor({sums.loss_since_log / double(sums.batches_since_log),
-                                                   double(window.examples), window.data_wait}, at::kDouble));
-        auto v = t.accessor<double, 1>();
-        double mean = v[0] / double(acc.world_size());
         progress.clear();
-        spdlog::info("{}", python_dict({{"loss", std::round(mean * 1e4) / 1e4}, {"grad_norm", grad_norm},
-                                        {"learning_rate", lr}, {"epoch", std::round(epoch_f * 100) / 100}}));
-        if (log)
-          log->write({{"loss", mean},
-                      {"grad_norm", grad_norm},
-                      {"learning_rate", lr},
-                      {"epoch", epoch_f},
-                      {"step", step},
-                      {"samples_per_second", v[1] / seconds},
-                      {"step_time_s", seconds / double(window.steps)},
-                      {"data_wait_s", v[2] / double(acc.world_size()) / double(window.steps)},
-                      {"elapsed_s", seconds_since(start)}});
-        sums.loss_since_log = 0, sums.batches_since_log = 0;
-        window = LogWindow();
+        log_training(acc, log ? &*log : nullptr, grad_norm, current_lr(*opt.optimizer), epoch_f, step,
+                     seconds_since(start), sums, window);
       }
       if (eval_steps > 0 && step % eval_steps == 0) {
         last_eval = run_eval(step, epoch_f);
