@@ -388,11 +388,35 @@ std::vector<std::string> write_jpegs(const std::string& dir) {
   // OpenCV writes 4:2:0; PIL (as photos come from other cameras and tools) also 4:2:2 and 4:4:4.
   auto r = test::run(std::string(test::kPython) + " -c \"import numpy as np, sys; from PIL import Image; " +
                      "a = np.random.default_rng(5).integers(0, 256, (83, 121, 3), dtype=np.uint8); " +
-                     "[Image.fromarray(a).save(sys.argv[1] + '/pil%d.jpg' % s, quality=90, subsampling=s) for s in (0, 1, 2)]\" " +
+                     "[Image.fromarray(a).save(sys.argv[1] + '/pil%d.jpg' % s, quality=90, subsampling=s) for s in (0, 1, 2)]; " +
+                     "Image.fromarray(a[:77, :101]).save(sys.argv[1] + '/progressive.jpg', quality=85, progressive=True)\" " +
                      dir);
   EXPECT_EQ(r.code, 0) << r.err;
   for (int s : {0, 1, 2}) paths.push_back(dir + "/pil" + std::to_string(s) + ".jpg");
+  paths.push_back(dir + "/progressive.jpg");
   return paths;
+}
+
+// decode_image's own libjpeg-turbo path against PIL (torchvision's loader) on every kind of JPEG
+// above: RGB identical; luma within 1 (PIL's and OpenCV's fixed-point 601-2 weights).
+TEST(Decode, JpegsAreDecodedAsPilDecodesThem) {
+  test::TempDir dir;
+  auto paths = write_jpegs(dir.path().string());
+  std::string list;
+  for (auto& p : paths) list += " " + p;
+  auto r = test::run(std::string(test::kPython) + " -c \"import sys, numpy as np; from PIL import Image; " +
+                     "[open(p + '.' + m, 'wb').write(np.ascontiguousarray(Image.open(p).convert(m)).tobytes()) " +
+                     "for p in sys.argv[1:] for m in ('RGB', 'L')]\"" + list);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (auto& p : paths) {
+    at::Tensor rgb = decode_image(p, 3), luma = decode_image(p, 1);
+    std::string want_rgb = test::read_file(p + ".RGB"), want_luma = test::read_file(p + ".L");
+    ASSERT_EQ(int64_t(want_rgb.size()), rgb.numel()) << p;
+    at::Tensor pil_rgb = torch::from_blob(want_rgb.data(), rgb.sizes(), torch::kUInt8);
+    at::Tensor pil_luma = torch::from_blob(want_luma.data(), luma.sizes(), torch::kUInt8);
+    EXPECT_TRUE(rgb.equal(pil_rgb)) << p;
+    EXPECT_LE((luma.to(torch::kInt) - pil_luma.to(torch::kInt)).abs().max().item<int>(), 1) << p;
+  }
 }
 
 TEST(DecodeRegion, JpegBoxesAreTheFullDecodeCroppedBitForBit) {
