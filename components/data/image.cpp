@@ -51,11 +51,6 @@ at::Tensor decode_with_opencv(const std::string& path, int64_t channels) {
   return out;
 }
 
-void check_channels(int64_t channels) {
-  if (channels != 1 && channels != 3)
-    throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
-}
-
 // The file's bytes; empty when it cannot be read (the OpenCV path then names the problem).
 std::vector<unsigned char> read_bytes(const std::string& path) {
   std::vector<unsigned char> data;
@@ -167,18 +162,12 @@ std::optional<at::Tensor> decode_jpeg(const std::vector<unsigned char>& data, in
 // JPEGs go straight to libjpeg-turbo in RGB (the decoder imread uses, without its BGR round trip:
 // about a third faster, the same pixels); anything else, and JPEGs it declines, to imread.
 at::Tensor decode_image(const std::string& path, int64_t channels) {
-  check_channels(channels);
-  std::vector<unsigned char> data = read_bytes(path);
-  if (is_jpeg(data)) {
-    std::optional<CropBox> box;
-    if (auto img = decode_jpeg(data, channels, [](int64_t h, int64_t w) { return CropBox{0, 0, h, w}; }, &box))
-      return *img;
-  }
-  return decode_with_opencv(path, channels);
+  return decode_image_region(path, channels, [](int64_t h, int64_t w) { return CropBox{0, 0, h, w}; });
 }
 
 at::Tensor decode_image_region(const std::string& path, int64_t channels, const RegionPicker& pick) {
-  check_channels(channels);
+  if (channels != 1 && channels != 3)
+    throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
   std::optional<CropBox> box;
   std::vector<unsigned char> data = read_bytes(path);
   if (is_jpeg(data))
