@@ -19,9 +19,13 @@ DatasetSplits make_dataset(const std::string& name, const std::string& params) {
   return Registry<Dataset>::instance().get(name).make(Config(YAML::Load(params), "data.dataset"));
 }
 
+std::shared_ptr<Transform> transform(const std::string& name, const std::string& params) {
+  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
+}
+
 Compose transforms(const std::vector<std::pair<std::string, std::string>>& steps) {
   std::vector<std::shared_ptr<Transform>> out;
-  for (auto& [name, params] : steps) out.push_back(Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name)));
+  for (auto& [name, params] : steps) out.push_back(transform(name, params));
   return Compose(out);
 }
 
@@ -319,13 +323,10 @@ TEST(Loader, BatchesWrittenInPlaceAreTheStackedOnes) {
     }
   };
   auto data = std::make_shared<NoisyWithHoles>(41);
-  auto step = [](const std::string& name, const std::string& params) {
-    return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
-  };
-  auto rrc = step("random_resized_crop", "{size: 12, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}");
-  auto flip = step("random_horizontal_flip", "{p: 0.5}");
-  auto tt = step("to_tensor", "{}");
-  auto norm = step("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}");
+  auto rrc = transform("random_resized_crop", "{size: 12, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}");
+  auto flip = transform("random_horizontal_flip", "{p: 0.5}");
+  auto tt = transform("to_tensor", "{}");
+  auto norm = transform("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}");
   for (int64_t workers : {0, 2}) {
     LoaderOptions o;
     o.batch_size = 6;
@@ -474,9 +475,9 @@ TEST(DecodeRegion, LoaderBatchesAreTheSameAsWithFullDecodes) {
     for (const char* params : {"{size: 24, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}",
                                "{size: [20, 28], scale: [0.9, 1.0], ratio: [0.2, 5.0]}",  // edges, centre fallback
                                "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}"}) {
-      auto rrc = Registry<Transform>::instance().get("random_resized_crop").make(Config(YAML::Load(params), "random_resized_crop"));
-      auto flip = Registry<Transform>::instance().get("random_horizontal_flip").make(Config(YAML::Load("{p: 0.5}"), "f"));
-      auto tt = Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}"), "to_tensor"));
+      auto rrc = transform("random_resized_crop", params);
+      auto flip = transform("random_horizontal_flip", "{p: 0.5}");
+      auto tt = transform("to_tensor", "{}");
       Compose fast({rrc, flip, tt}), slow({std::make_shared<Plain>(rrc), flip, tt});
       LoaderOptions o;
       o.batch_size = 5;
