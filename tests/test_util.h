@@ -67,6 +67,17 @@ inline RunResult run(const std::string& command) {
 inline std::string trainrun(const std::string& args) { return std::string(TRAINRUN_BINARY) + " " + args; }
 inline std::string source(const std::string& rel) { return std::string(TRAINRUN_SOURCE_DIR) + "/" + rel; }
 
+// `trainrun eval ARGS` (recipe, overrides, --checkpoint PATH) exits 0 and prints exactly the
+// eval_accuracy the training run logged. The run, for further checks.
+inline RunResult eval_printing_accuracy(const std::string& args, double accuracy) {
+  RunResult r = run(trainrun("eval " + args));
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::ostringstream expect;
+  expect << "'eval_accuracy': " << accuracy;
+  EXPECT_NE(r.out.find(expect.str()), std::string::npos) << r.out << " vs " << accuracy;
+  return r;
+}
+
 constexpr const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
 constexpr const char* kPython = "/usr/bin/python3";
 
