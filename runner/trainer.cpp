@@ -253,8 +253,9 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
   auto start = Clock::now();
   torch::NoGradGuard no_grad;
   model.eval();
-  // Sums, not means, so ranks with shards of different sizes combine exactly.
-  double loss_sum = 0, correct = 0, top5 = 0, n = 0;
+  // Sums, not means, so ranks with shards of different sizes combine exactly; kept on the device
+  // (loss x n, correct, top-5, n) so a batch costs no wait for the device.
+  at::Tensor sums = at::zeros({4}, at::TensorOptions().dtype(at::kDouble).device(acc.device()));
   EvalResult r;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
@@ -265,12 +266,12 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
       out = model.forward(x);
     }
     out = out.to(at::kFloat);
-    loss_sum += loss(out, y, model.outputs_log_probs()).item<double>() * double(y.size(0));
-    correct += double(out.argmax(1).eq(y).sum().item<int64_t>());
+    double n = double(y.size(0));
     int64_t k = std::min<int64_t>(5, out.size(1));
     at::Tensor ranked = std::get<1>(out.topk(k, 1));
-    top5 += double(ranked.eq(y.unsqueeze(1)).any(1).sum().item<int64_t>());
-    n += double(y.size(0));
+    sums += at::stack({loss(out, y, model.outputs_log_probs()).to(at::kDouble) * n,
+                       out.argmax(1).eq(y).sum().to(at::kDouble), ranked.eq(y.unsqueeze(1)).any(1).sum().to(at::kDouble),
+                       at::scalar_tensor(n, sums.options())});
     if (keep_predictions) {
       at::Tensor yc = y.cpu().contiguous(), rc = ranked.cpu().contiguous();
       const int64_t* t = yc.data_ptr<int64_t>();
@@ -279,7 +280,7 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
       for (int64_t i = 0; i < yc.size(0); ++i) r.ranked.emplace_back(top + i * k, top + (i + 1) * k);
     }
   }
-  at::Tensor totals = acc.reduce_sum(at::tensor({loss_sum, correct, top5, n}, at::kDouble));
+  at::Tensor totals = acc.reduce_sum(sums);
   auto t = totals.accessor<double, 1>();
   double runtime = seconds_since(start);
   r.examples = int64_t(t[3]);
