@@ -205,8 +205,7 @@ int cmd_predict(const std::vector<std::string>& args, const std::string& checkpo
   job.model->to(job.device);
   job.model->eval();
   torch::NoGradGuard no_grad;
-  const YAML::Node on_bad_file = job.recipe.root["data"]["on_bad_file"];
-  const bool skip_bad = !on_bad_file.IsDefined() || on_bad_file.as<std::string>() == "skip";
+  const bool skip_bad = job.recipe.root["data"]["on_bad_file"].as<std::string>() == "skip";
   const int64_t channels = job.model->input_config().input_size.at(0);
   int64_t skipped = 0;
   for (auto& image : images) {
@@ -256,7 +255,7 @@ void print_schema(const Schema& schema) {
   if (schema.params().empty()) std::cout << "  (no parameters)\n";
   for (auto& p : schema.params()) {
     std::string type = type_name(p.type);
-    for (auto& w : p.choices) type += (p.type == Type::String ? " | " : " | ") + w;
+    for (auto& w : p.choices) type += " | " + w;
     std::cout << "  " << p.name << "  (" << type << ", default " << p.default_text() << ")\n      " << p.doc << "\n";
   }
 }
