@@ -116,7 +116,7 @@ bool decode_jpeg_box(const std::vector<unsigned char>& data, const RegionPicker&
   jpeg_start_decompress(&cinfo);
   // Fancy upsampling reads one chroma sample beyond each edge of what it outputs: a window
   // max_samp_factor pixels wider than the box on each side (within the image) makes the box's
-  // edge pixels what a full decode gives (narrower windows differ there; tests/data_test.cpp).
+  // edge pixels what a full decode gives (narrower windows differ there; tests/components/data_test.cpp).
   // jpeg_crop_scanline widens the window further, to iMCU boundaries.
   const int64_t margin_x = cinfo.max_h_samp_factor, margin_y = cinfo.max_v_samp_factor;
   int64_t x0 = std::max<int64_t>(0, b.left - margin_x), x1 = std::min<int64_t>(W, b.left + b.width + margin_x);

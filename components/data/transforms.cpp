@@ -6,7 +6,7 @@
 // torchvision users get from PIL images): a triangle blur of PIL's filter width on each axis that
 // shrinks, then INTER_LINEAR at half-pixel centres (see triangle_kernel). It is closer to PIL
 // than INTER_AREA and twice as fast. The difference to torchvision + PIL on the same JPEG is
-// measured by tests/transforms_test.cpp and stated in the README.
+// measured by tests/components/transforms_test.cpp and stated in the README.
 #include "components/data/cv_tensor.h"
 #include "components/data/transform.h"
 

@@ -5,7 +5,7 @@
 //   torchrun --nproc_per_node 2 build/custom_loop /usr/share/datasets/fashion-mnist
 #include "components/data/loader.h"
 #include "components/models/model.h"
-#include "runner/accelerator.h"
+#include "runner/distributed/accelerator.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>

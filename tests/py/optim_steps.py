@@ -1,4 +1,4 @@
-"""Ten torch.optim steps on the two-layer net of tests/optimizer_test.cpp, as the reference.
+"""Ten torch.optim steps on the two-layer net of tests/components/optimizer_test.cpp, as the reference.
 
 usage: optim_steps.py IN.safetensors OPTIMIZER_JSON OUT.safetensors [UNFREEZE_STEP]
   IN holds fc1.weight, fc1.bias, fc2.weight, fc2.bias, x (inputs) and y (int64 targets).

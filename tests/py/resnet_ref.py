@@ -1,4 +1,4 @@
-"""The PyTorch side of tests/resnet_test.cpp: torchvision's resnet18 and timm's resnet50d (as
+"""The PyTorch side of tests/components/resnet_test.cpp: torchvision's resnet18 and timm's resnet50d (as
 rebuilt in timm_resnet.py), driven through safetensors files.
 
 usage:

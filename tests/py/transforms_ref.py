@@ -1,4 +1,4 @@
-"""Reference outputs of torchvision's transforms on PIL images, for tests/transforms_test.cpp.
+"""Reference outputs of torchvision's transforms on PIL images, for tests/components/transforms_test.cpp.
 
 usage: transforms_ref.py OUTDIR
 Writes OUTDIR/image.jpg (a 500x375 photo-like JPEG: smooth colour fields, edges, noise), then for

@@ -1,8 +1,8 @@
 // A worker for the distributed tests, started torchrun-style (RANK, WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT) by tests/distributed_test.cpp. It checks, across real processes, what DDP
+// MASTER_PORT) by tests/distributed/distributed_test.cpp. It checks, across real processes, what DDP
 // promises: rank 0's initial state everywhere, parameters kept equal, buffers following rank 0,
 // and gather_for_metrics returning every rank's rows in rank order.
-#include "runner/accelerator.h"
+#include "runner/distributed/accelerator.h"
 
 #include <torch/torch.h>
 

@@ -1,0 +1,196 @@
+#include "runner/distributed/launcher.h"
+
+#include "runner/recipe/recipe.h"
+
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace trainrun {
+
+namespace {
+
+// Read by the signal handler, so plain sig_atomic_t values (async-signal-safe): the workers'
+// process group (0 while none runs), and what arrived.
+volatile sig_atomic_t g_workers = 0;
+volatile sig_atomic_t g_interrupted = 0;  // SIGINT / SIGTERM
+volatile sig_atomic_t g_preempted = 0;    // SIGUSR1
+
+// The workers have a process group of their own, so a terminal's Ctrl-C reaches them once,
+// from here, rather than twice (from the terminal and again from us).
+void forward_signal(int sig) {
+  if (sig == SIGUSR1) g_preempted = 1;
+  else g_interrupted = 1;
+  pid_t group = g_workers;
+  if (group > 0) ::kill(-group, sig);
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "stopped";
+}
+
+// This process's environment with `overrides` set, as execve wants it.
+std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e, key = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (auto& [k, _] : overrides) replaced |= k == key;
+    if (!replaced) env.push_back(entry);
+  }
+  for (auto& [k, v] : overrides) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Starts a worker in process group `group` (0: a new group led by the worker). Only
+// async-signal-safe calls between fork and exec: the launcher may already run threads.
+pid_t spawn(std::vector<std::string> argv, std::vector<std::string> env, pid_t group) {
+  std::vector<char*> args = c_strings(argv), envp = c_strings(env);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, group);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a launcher killed with SIGKILL leaves no workers behind
+    if (::getppid() != parent) ::_exit(127);
+    ::execve("/proc/self/exe", args.data(), envp.data());
+    const char msg[] = "trainrun: cannot start a worker\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::setpgid(pid, group ? group : pid);  // also here, so the group exists before we signal it
+  return pid;
+}
+
+struct Outcome {
+  int failed_rank = -1;
+  int status = 0;
+};
+
+Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, int64_t attempt) {
+  int64_t world = o.nproc_per_node * o.nnodes;
+  std::vector<pid_t> pids;
+  pid_t group = 0;
+  for (int64_t local = 0; local < o.nproc_per_node; ++local) {
+    int64_t rank = o.node_rank * o.nproc_per_node + local;
+    pids.push_back(spawn(argv, environment_with({{"RANK", std::to_string(rank)},
+                                {"LOCAL_RANK", std::to_string(local)},
+                                {"WORLD_SIZE", std::to_string(world)},
+                                {"LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node)},
+                                {"GROUP_RANK", std::to_string(o.node_rank)},
+                                {"NNODES", std::to_string(o.nnodes)},
+                                {"MASTER_ADDR", o.master_addr},
+                                {"MASTER_PORT", std::to_string(o.master_port)},
+                                {"TRAINRUN_INIT_METHOD", o.init_method},
+                                {"TRAINRUN_LAUNCHER", "trainrun"},
+                                {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)}}),
+                         group));
+    if (!group) group = pids.front();
+    g_workers = group;
+  }
+  // A signal that came while the workers were starting reaches them too.
+  if (g_interrupted || g_preempted) ::kill(-group, g_preempted && !g_interrupted ? SIGUSR1 : SIGINT);
+  Outcome out;
+  std::size_t alive = pids.size();
+  auto failed_at = std::chrono::steady_clock::time_point::max();
+  // After a failure the others get the process-group timeout to notice, then are killed.
+  auto grace = std::chrono::seconds(o.timeout_s + 10);
+  while (alive > 0) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      if (std::chrono::steady_clock::now() - failed_at > grace)
+        for (pid_t p : pids)
+          if (p > 0) ::kill(p, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      if (pids[i] != pid) continue;
+      pids[i] = -1;
+      --alive;
+      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && out.failed_rank < 0) {
+        out.failed_rank = int(o.node_rank * o.nproc_per_node + int64_t(i));
+        out.status = status;
+        failed_at = std::chrono::steady_clock::now();
+      }
+    }
+  }
+  g_workers = 0;
+  return out;
+}
+
+}  // namespace
+
+int64_t reserve_master_port(const LaunchOptions& o) {
+  if (o.node_rank != 0 || o.init_method != "env") return o.master_port;
+  if (o.master_port == 0 && o.nnodes > 1)
+    throw RecipeError("world.master_port: 0 (a free port) only works on one node; other nodes must know the port");
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(o.master_port));
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw RecipeError("world.master_port: port " + std::to_string(o.master_port) + " on " + o.master_addr +
+                      " is not free (" + std::strerror(err) + "); pick another, or 0 for any free port");
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  ::sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) ::sigaction(s, &sa, nullptr);
+  for (int64_t attempt = 0;; ++attempt) {
+    Outcome out = run_world(argv, options, attempt);
+    int code = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;
+    // A signal here, or one a scheduler sent to every process: the workers stopped together
+    // after a checkpoint (130 interrupted, 138 pre-empted); no failure to restart from.
+    if (g_interrupted || (out.failed_rank >= 0 && code == 130)) {
+      std::fprintf(stderr, "trainrun: interrupted; workers stopped\n");
+      return 130;
+    }
+    if (g_preempted || (out.failed_rank >= 0 && code == 138)) {
+      std::fprintf(stderr, "trainrun: pre-empted (SIGUSR1); workers stopped after a checkpoint, exit 138 "
+                   "(requeue the job to resume)\n");
+      return 138;
+    }
+    if (out.failed_rank < 0) return 0;
+    std::fprintf(stderr, "trainrun: rank %d %s\n", out.failed_rank, describe_status(out.status).c_str());
+    // A bad recipe fails the same way every time: no restart.
+    if (code == 2) return 2;
+    if (attempt >= options.max_restarts) return 1;
+    std::fprintf(stderr, "trainrun: restarting the world (restart %lld of %lld); with output.resume: auto it "
+                 "continues from the newest checkpoint\n", (long long)(attempt + 1), (long long)options.max_restarts);
+  }
+}
+
+}  // namespace trainrun

@@ -1,0 +1,384 @@
+#include "runner/io/checkpoint.h"
+
+#include "components/models/model.h"
+#include "components/optim/optim.h"
+#include "runner/distributed/accelerator.h"
+#include "runner/io/durable_file.h"
+#include "runner/train/loss_scaler.h"
+#include "runner/recipe/recipe.h"
+#include "runner/io/weights.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace trainrun {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr const char* kStateFile = "trainer_state.json";
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path.string() + ": cannot read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+json read_json(const fs::path& path) {
+  try {
+    return json::parse(read_text(path));
+  } catch (const json::exception& e) {
+    throw CheckpointError(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+std::optional<int64_t> checkpoint_step(const std::string& name) {
+  static const std::regex pattern(R"(checkpoint-(\d+))");
+  std::smatch m;
+  if (!std::regex_match(name, m, pattern)) return std::nullopt;
+  return std::stoll(m[1].str());
+}
+
+bool is_complete(const fs::path& folder) {
+  return fs::is_directory(folder) && fs::is_regular_file(folder / kStateFile) &&
+         fs::is_regular_file(folder / "model.safetensors");
+}
+
+// Renamed away first, so that a crash half-way through the removal leaves no folder that
+// looks like a checkpoint.
+void remove_folder(const fs::path& folder) {
+  fs::path doomed = folder.parent_path() / ("." + folder.filename().string() + ".deleting.tmp");
+  std::error_code ec;
+  fs::rename(folder, doomed, ec);
+  fs::remove_all(ec ? folder : doomed, ec);
+}
+
+void check_resume_path(const std::string& path) {
+  if (!fs::exists(path)) throw RecipeError("output.resume: " + path + ": no such checkpoint");
+  if (!is_complete(path))
+    throw RecipeError("output.resume: " + path + ": not a complete checkpoint (no " + kStateFile +
+                      " or model.safetensors)");
+}
+
+std::string rng_key(const char* kind, int64_t rank) { return std::string(kind) + "_rank_" + std::to_string(rank); }
+
+}  // namespace
+
+CheckpointOptions CheckpointOptions::from(const YAML::Node& output) {
+  CheckpointOptions o;
+  o.dir = output["dir"].as<std::string>();
+  o.save_every = output["save_every"].as<std::string>();
+  o.keep_last = output["keep_last"].IsNull() ? std::nullopt : std::optional<int64_t>(output["keep_last"].as<int64_t>());
+  if (!output["best_metric"].IsNull()) {
+    o.best_metric = output["best_metric"].as<std::string>();
+    // As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are
+    // better lower, everything else higher.
+    if (o.best_metric.rfind("eval_", 0) != 0) o.best_metric = "eval_" + o.best_metric;
+    o.greater_is_better = o.best_metric.find("loss") == std::string::npos;
+  }
+  o.resume = output["resume"].as<std::string>();
+  return o;
+}
+
+int64_t CheckpointOptions::save_steps() const {
+  return save_every == "epoch" || save_every == "never" ? 0 : std::stoll(save_every);
+}
+
+ordered_json TrainerState::to_json() const {
+  ordered_json j;
+  j["best_metric"] = best_metric ? ordered_json(*best_metric) : ordered_json(nullptr);
+  j["best_model_checkpoint"] = best_model_checkpoint.empty() ? ordered_json(nullptr) : ordered_json(best_model_checkpoint);
+  j["epoch"] = epoch;
+  j["eval_steps"] = eval_steps;
+  j["global_step"] = global_step;
+  j["is_hyper_param_search"] = false;
+  j["is_local_process_zero"] = true;
+  j["is_world_process_zero"] = true;
+  j["log_history"] = log_history;
+  j["logging_steps"] = logging_steps;
+  j["max_steps"] = max_steps;
+  j["num_train_epochs"] = num_train_epochs;
+  j["save_steps"] = save_steps;
+  j["total_flos"] = 0;
+  j["train_batch_size"] = train_batch_size;
+  j["trial_name"] = nullptr;
+  j["trial_params"] = nullptr;
+  ordered_json ours{{"epoch_index", epoch_index}, {"batches_in_epoch", batches_in_epoch}, {"world_size", world_size}};
+  ours["ranks"] = ordered_json::array();
+  for (auto& r : ranks)
+    ours["ranks"].push_back({{"loss_since_log", r.loss_since_log},
+                             {"batches_since_log", r.batches_since_log},
+                             {"loss_total", r.loss_total},
+                             {"batches_total", r.batches_total}});
+  j["trainrun"] = ours;
+  return j;
+}
+
+TrainerState TrainerState::from_json(const json& j) {
+  TrainerState s;
+  try {
+    s.global_step = j.at("global_step").get<int64_t>();
+    s.epoch = j.at("epoch").get<double>();
+    s.max_steps = j.value("max_steps", int64_t(0));
+    s.num_train_epochs = j.value("num_train_epochs", int64_t(0));
+    s.logging_steps = j.value("logging_steps", int64_t(0));
+    s.eval_steps = j.value("eval_steps", int64_t(0));
+    s.save_steps = j.value("save_steps", int64_t(0));
+    s.train_batch_size = j.value("train_batch_size", int64_t(0));
+    if (j.contains("best_metric") && !j["best_metric"].is_null()) s.best_metric = j["best_metric"].get<double>();
+    if (j.contains("best_model_checkpoint") && !j["best_model_checkpoint"].is_null())
+      s.best_model_checkpoint = j["best_model_checkpoint"].get<std::string>();
+    if (j.contains("log_history")) s.log_history = ordered_json(j["log_history"]);
+    const json& ours = j.at("trainrun");
+    s.epoch_index = ours.at("epoch_index").get<int64_t>();
+    s.batches_in_epoch = ours.at("batches_in_epoch").get<int64_t>();
+    s.world_size = ours.at("world_size").get<int64_t>();
+    for (auto& r : ours.at("ranks"))
+      s.ranks.push_back({r.at("loss_since_log").get<double>(), r.at("batches_since_log").get<int64_t>(),
+                         r.at("loss_total").get<double>(), r.at("batches_total").get<int64_t>()});
+  } catch (const json::exception& e) {
+    throw CheckpointError(std::string(kStateFile) + ": " + e.what());
+  }
+  return s;
+}
+
+std::vector<std::string> complete_checkpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    auto step = checkpoint_step(it->path().filename().string());
+    if (step && !it->is_symlink() && is_complete(it->path())) found.emplace_back(*step, it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [_, p] : found) out.push_back(p);
+  return out;
+}
+
+void check_resume_option(const CheckpointOptions& output) {
+  if (output.resume != "auto" && output.resume != "never") check_resume_path(output.resume);
+}
+
+Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : options_(std::move(options)), acc_(acc) {
+  if (!acc_.is_main_process()) return;
+  // What a crash during a save left behind: never a checkpoint, so removed.
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(options_.dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.rfind(".checkpoint-", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp") {
+      spdlog::warn("Removing {}: an unfinished checkpoint from an earlier run", it->path().string());
+      std::error_code rm;
+      fs::remove_all(it->path(), rm);
+    }
+  }
+}
+
+std::optional<std::string> Checkpoints::resume_point() const {
+  if (options_.resume == "never") return std::nullopt;
+  if (options_.resume != "auto") {
+    check_resume_path(options_.resume);
+    return options_.resume;
+  }
+  // Rank 0 picks; the others take the same step, so that a checkpoint rank 0 finished while
+  // another rank listed the folder cannot split the world.
+  double picked = -1;
+  if (acc_.is_main_process()) {
+    auto all = complete_checkpoints(options_.dir);
+    if (!all.empty()) picked = double(*checkpoint_step(fs::path(all.back()).filename().string()));
+  }
+  picked = acc_.reduce_sum(at::scalar_tensor(acc_.is_main_process() ? picked : 0.0, at::kDouble)).item<double>();
+  if (picked < 0) return std::nullopt;
+  fs::path folder = fs::path(options_.dir) / ("checkpoint-" + std::to_string(int64_t(picked)));
+  if (!is_complete(folder))
+    throw CheckpointError("rank " + std::to_string(acc_.rank()) + ": " + folder.string() +
+                          " (rank 0's newest checkpoint) is not here: resuming on several nodes needs output.dir "
+                          "on a shared file system");
+  return folder.string();
+}
+
+std::string Checkpoints::save(const TrainingParts& parts, TrainerState& state, const LoopSums& sums,
+                              const std::optional<json>& metrics) {
+  // Every rank's RNG and loop sums travel to rank 0 (no shared file system needed).
+  std::vector<at::Tensor> rng;
+  at::Tensor cpu = at::detail::getDefaultCPUGenerator().get_state();
+  at::Tensor all_cpu = acc_.gather_for_metrics(cpu).cpu();
+  at::Tensor all_cuda;
+  if (acc_.device().is_cuda())
+    all_cuda = acc_.gather_for_metrics(at::globalContext().defaultGenerator(acc_.device()).get_state()).cpu();
+  at::Tensor own = at::tensor({sums.loss_since_log, double(sums.batches_since_log), sums.loss_total,
+                               double(sums.batches_total)},
+                              at::kDouble);
+  at::Tensor all_sums = acc_.gather_for_metrics(own).cpu();
+  if (!acc_.is_main_process()) return "";
+
+  const int64_t world = acc_.world_size();
+  state.world_size = world;
+  state.ranks.clear();
+  auto s = all_sums.accessor<double, 1>();
+  for (int64_t r = 0; r < world; ++r)
+    state.ranks.push_back({s[r * 4], int64_t(s[r * 4 + 1]), s[r * 4 + 2], int64_t(s[r * 4 + 3])});
+  for (int64_t r = 0; r < world; ++r) {
+    rng.push_back(all_cpu.chunk(world)[r].clone());
+    if (all_cuda.defined()) rng.push_back(all_cuda.chunk(world)[r].clone());
+  }
+
+  std::string name = "checkpoint-" + std::to_string(state.global_step);
+  const std::string& key = options_.best_metric;
+  if (metrics && !key.empty() && metrics->contains(key)) {
+    double v = (*metrics)[key].get<double>();
+    bool better = !state.best_metric || (options_.greater_is_better ? v > *state.best_metric : v < *state.best_metric);
+    if (better) {
+      state.best_metric = v;
+      state.best_model_checkpoint = (fs::path(options_.dir) / name).string();
+    }
+  }
+  write_folder(name, parts, state, rng);
+  std::string best = fs::path(state.best_model_checkpoint).filename().string();
+  if (!best.empty()) update_best_link(best);
+  rotate(best);
+  return (fs::path(options_.dir) / name).string();
+}
+
+void Checkpoints::write_folder(const std::string& name, const TrainingParts& parts, const TrainerState& state,
+                               const std::vector<at::Tensor>& rng) const {
+  fs::path dir = options_.dir, final_path = dir / name, tmp = dir / ("." + name + ".tmp");
+  std::error_code ec;
+  try {
+    fs::remove_all(tmp, ec);
+    fs::create_directory(tmp, ec);
+    if (ec) throw CheckpointError(tmp.string() + ": cannot create: " + ec.message());
+    try {
+      save_safetensors((tmp / "model.safetensors").string(), state_dict(parts.model));
+    } catch (const WeightsError& e) {
+      throw CheckpointError(e.what());
+    }
+    {
+      // LibTorch's own archive of the optimizer (torch::save(optimizer, ...)): its state per
+      // parameter in parameter order, and each group's options.
+      torch::serialize::OutputArchive archive;
+      parts.optimizer.save(archive);
+      std::ostringstream bytes;
+      archive.save_to(bytes);
+      write_durable(tmp / "optimizer.pt", bytes.str());
+    }
+    write_durable(tmp / "scheduler.json", parts.scheduler.state().dump(2) + "\n");
+    json scaler{{"enabled", parts.scaler.enabled()},
+                {"scale", parts.scaler.current_scale()},
+                {"growth_tracker", parts.scaler.growth_tracker()}};
+    write_durable(tmp / "scaler.json", scaler.dump(2) + "\n");
+    {
+      torch::serialize::OutputArchive archive;
+      bool cuda = int64_t(rng.size()) > acc_.world_size();
+      for (int64_t r = 0; r < acc_.world_size(); ++r) {
+        archive.write(rng_key("cpu", r), rng[std::size_t(cuda ? 2 * r : r)], /*is_buffer=*/true);
+        if (cuda) archive.write(rng_key("cuda", r), rng[std::size_t(2 * r + 1)], /*is_buffer=*/true);
+      }
+      std::ostringstream bytes;
+      archive.save_to(bytes);
+      write_durable(tmp / "rng.pt", bytes.str());
+    }
+    write_durable(tmp / kStateFile, state.to_json().dump(2) + "\n");  // last: marks the folder complete
+    fsync_dir(tmp);
+    fs::path old = dir / ("." + name + ".old.tmp");
+    if (fs::exists(final_path)) fs::rename(final_path, old);  // saved again at the same step (a resumed run)
+    fs::rename(tmp, final_path);
+    fsync_dir(dir);
+    fs::remove_all(old, ec);
+  } catch (const std::exception& e) {
+    fs::remove_all(tmp, ec);
+    throw CheckpointError("cannot save " + final_path.string() + ": " + e.what() +
+                          " (older checkpoints are kept)");
+  }
+}
+
+void Checkpoints::update_best_link(const std::string& name) const {
+  // A symlink cannot be replaced in place: a new one under a temporary name, renamed over it.
+  fs::path dir = options_.dir, link = dir / "checkpoint-best", tmp = dir / ".checkpoint-best.tmp";
+  std::error_code ec;
+  if (fs::is_symlink(link) && fs::read_symlink(link, ec) == name) return;
+  fs::remove(tmp, ec);
+  fs::create_directory_symlink(name, tmp, ec);
+  if (!ec) fs::rename(tmp, link, ec);
+  if (ec) throw CheckpointError(link.string() + ": cannot point it at " + name + ": " + ec.message());
+  try {
+    fsync_dir(dir);
+  } catch (const FileWriteError& e) {
+    throw CheckpointError(e.what());
+  }
+}
+
+void Checkpoints::rotate(const std::string& best) const {
+  if (!options_.keep_last) return;
+  auto all = complete_checkpoints(options_.dir);
+  std::error_code ec;
+  fs::path resumed = resumed_from_.empty() ? fs::path() : fs::weakly_canonical(resumed_from_, ec);
+  std::size_t keep = std::size_t(*options_.keep_last);
+  for (std::size_t i = 0; i + keep < all.size(); ++i) {
+    if (fs::path(all[i]).filename() == best) continue;
+    if (!resumed.empty() && fs::weakly_canonical(all[i], ec) == resumed) continue;
+    remove_folder(all[i]);
+  }
+}
+
+TrainerState read_trainer_state(const std::string& folder) {
+  return TrainerState::from_json(read_json(fs::path(folder) / kStateFile));
+}
+
+TrainerState Checkpoints::load(const std::string& folder, const TrainingParts& parts, LoopSums& sums) {
+  fs::path f = folder;
+  TrainerState state = read_trainer_state(folder);
+  load_state_dict(parts.model, load_safetensors((f / "model.safetensors").string()), (f / "model.safetensors").string());
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from((f / "optimizer.pt").string(), acc_.device());
+    parts.optimizer.load(archive);
+  } catch (const c10::Error& e) {
+    std::string what = e.what();
+    throw CheckpointError((f / "optimizer.pt").string() + ": does not fit this optimizer: " +
+                          what.substr(0, what.find('\n')));
+  }
+  try {
+    parts.scheduler.load_state(read_json(f / "scheduler.json"));
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError((f / "scheduler.json").string() + ": " + e.what());
+  }
+  json scaler = read_json(f / "scaler.json");
+  parts.scaler.load(scaler.at("scale").get<double>(), scaler.at("growth_tracker").get<int64_t>());
+
+  const int64_t rank = acc_.rank();
+  torch::serialize::InputArchive archive;
+  archive.load_from((f / "rng.pt").string());
+  at::Tensor cpu;
+  if (archive.try_read(rng_key("cpu", rank), cpu, /*is_buffer=*/true)) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(cpu);
+    at::Tensor cuda;
+    if (acc_.device().is_cuda() && archive.try_read(rng_key("cuda", rank), cuda, /*is_buffer=*/true))
+    {
+      at::Generator cuda_gen = at::globalContext().defaultGenerator(acc_.device());
+      cuda_gen.set_state(cuda);
+    }
+  }
+  if (state.world_size != acc_.world_size())
+    spdlog::warn("{} was saved by {} process(es), this run has {}: data order and random numbers will differ "
+                 "from an uninterrupted run",
+                 folder, state.world_size, acc_.world_size());
+  sums = rank < int64_t(state.ranks.size()) ? state.ranks[std::size_t(rank)] : LoopSums{};
+  resumed_from_ = folder;
+  return state;
+}
+
+}  // namespace trainrun

@@ -1,0 +1,231 @@
+#include "runner/recipe/job.h"
+
+#include "runner/distributed/accelerator.h"
+#include "runner/io/weights.h"
+
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+namespace trainrun {
+
+int64_t Job::total_parameters() const {
+  int64_t n = 0;
+  for (auto& p : model->parameters()) n += p.numel();
+  return n;
+}
+
+int64_t Job::trainable_parameters() const {
+  int64_t n = 0;
+  for (auto& p : model->parameters())
+    if (p.requires_grad()) n += p.numel();
+  return n;
+}
+
+NamedParameters Job::trainable() const {
+  NamedParameters out;
+  for (auto& p : model->named_parameters())
+    if (p.value().requires_grad()) out.emplace_back(p.key(), p.value());
+  return out;
+}
+
+namespace {
+
+bool rule_matches(const FreezeRule& rule, const std::string& name) {
+  return fnmatch(rule.params.c_str(), name.c_str(), 0) == 0;
+}
+
+}  // namespace
+
+std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const std::vector<FreezeRule>& rules, int64_t epoch) {
+  std::vector<int64_t> matched(rules.size(), 0);
+  for (auto& p : model.named_parameters()) {
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      if (!rule_matches(rules[i], p.key())) continue;
+      ++matched[i];  // a rule that matches nothing at any epoch is worth a warning
+      if (rules[i].from_epoch <= epoch) p.value().set_requires_grad(rules[i].trainable);
+    }
+  }
+  return matched;
+}
+
+bool freeze_changes_at(const Job& job, int64_t epoch) {
+  if (epoch <= 0) return false;  // build_job applied epoch 0's rules
+  for (const auto& rule : job.config.freeze)
+    if (rule.from_epoch == epoch) return true;
+  return false;
+}
+
+NamedParameters apply_freeze_schedule(Job& job, int64_t epoch) {
+  std::set<const void*> before;
+  for (auto& [_, p] : job.trainable()) before.insert(p.unsafeGetTensorImpl());
+  apply_freeze_rules(*job.model, job.config.freeze, epoch);
+  NamedParameters added;
+  for (auto& [name, p] : job.trainable())
+    if (!before.count(p.unsafeGetTensorImpl())) added.emplace_back(name, p);
+  return added;
+}
+
+void add_param_groups(const Job& job, torch::optim::Optimizer& optimizer, const NamedParameters& params) {
+  if (params.empty()) return;
+  // The recipe's optimizer over just these parameters lays out their groups and options.
+  auto fresh = build_optimizer(job, params);
+  for (const auto& group : fresh->param_groups()) optimizer.add_param_group(group);
+}
+
+int64_t freeze_batchnorm_statistics(torch::nn::Module& model) {
+  int64_t n = 0;
+  for (const auto& m : model.modules(/*include_self=*/false)) {
+    if (m->name().rfind("torch::nn::BatchNorm", 0) != 0) continue;
+    auto params = m->parameters();
+    bool frozen = std::none_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
+    if (frozen) m->eval(), ++n;
+  }
+  return n;
+}
+
+namespace {
+
+std::shared_ptr<const Dataset> limit(std::shared_ptr<const Dataset> d, const YAML::Node& n) {
+  if (n.IsNull() || n.as<std::size_t>() >= d->size()) return d;
+  return std::make_shared<Subset>(d, n.as<std::size_t>());
+}
+
+// Shortest round-trip text (0.1307, not 0.13070000000000001) for the resolved recipe.
+YAML::Node flow_list(const std::vector<double>& values) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (double v : values) n.push_back(fmt::format("{}", v));
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
+Compose build_transforms(YAML::Node list, const InputConfig& input, const std::string& path) {
+  std::vector<std::shared_ptr<Transform>> steps;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string name = list[i].begin()->first.as<std::string>();
+    YAML::Node params = list[i].begin()->second;
+    if (name == "normalize") {
+      // `model` means the model's default input config, as timm's resolve_data_config.
+      if (params["mean"].IsScalar() && params["mean"].Scalar() == "model") params["mean"] = flow_list(input.mean);
+      if (params["std"].IsScalar() && params["std"].Scalar() == "model") params["std"] = flow_list(input.std);
+    }
+    try {
+      steps.push_back(Registry<Transform>::instance().get(name).make(
+          Config(params, path + "[" + std::to_string(i) + "]." + name)));
+    } catch (const std::invalid_argument& e) {
+      throw RecipeError(path + "[" + std::to_string(i) + "]: " + e.what());
+    }
+  }
+  return Compose(std::move(steps));
+}
+
+std::string resolve_device(const std::string& wanted) {
+  bool cuda = torch::cuda::is_available();
+  if (wanted == "cuda" && !cuda) throw RecipeError("world.device: cuda was asked for but no CUDA device is available");
+  return wanted == "auto" ? (cuda ? "cuda" : "cpu") : wanted;
+}
+
+std::string resolve_precision(const std::string& wanted, const std::string& device) {
+  if (wanted == "fp16" && device != "cuda")
+    throw RecipeError("precision: fp16 needs a CUDA device (this run is on " + device +
+                      "); use bf16 or fp32 on CPU");
+  if (wanted == "auto") return device == "cuda" ? "bf16" : "fp32";
+  return wanted;
+}
+
+}  // namespace
+
+Job build_job(Recipe recipe, const JobOptions& options) {
+  Job job;
+  job.recipe = std::move(recipe);
+  YAML::Node root = job.recipe.root;
+
+  YAML::Node world = root["world"];
+  if (world["threads_per_proc"].Scalar() == "auto") {
+    // The processes on this node as the launcher that started us says (torchrun, srun, mpirun),
+    // else the recipe's layout.
+    auto launched = WorldInfo::from_env();
+    int64_t procs = std::max<int64_t>(1, launched ? launched->local_world_size : world["nproc_per_node"].as<int64_t>());
+    world["threads_per_proc"] = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()) / procs);
+  }
+  if (root["data"]["eval_batch_size"].IsNull()) root["data"]["eval_batch_size"] = root["data"]["batch_size"];
+  job.config = RunConfig::from(root);
+  job.threads = job.config.world.threads_per_proc;
+  job.device = resolve_device(job.config.world.device);
+  job.precision = resolve_precision(job.config.precision, job.device);
+  if (job.config.world.backend == "nccl" && job.device != "cuda")
+    throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
+
+  if (options.data) {
+    const auto& dataset_entry = Registry<Dataset>::instance().get(root["data"]["dataset"]["name"].as<std::string>());
+    job.data = dataset_entry.make(job.recipe.section("data.dataset"));
+    job.data.train = limit(job.data.train, root["data"]["max_train_samples"]);
+    job.data.eval = limit(job.data.eval, root["data"]["max_eval_samples"]);
+    if (job.data.train->size() == 0) throw DataError("data.dataset: the training split is empty");
+  } else {
+    job.data.classes = options.classes;
+  }
+
+  YAML::Node model_cfg = root["model"];
+  if (model_cfg["num_classes"] && model_cfg["num_classes"].Scalar() == "auto")
+    model_cfg["num_classes"] = int64_t(job.data.classes.size());
+  torch::manual_seed(root["seed"].as<uint64_t>());  // model init is seeded, on every rank alike
+  try {
+    job.model = Registry<Classifier>::instance().get(model_cfg["name"].as<std::string>()).make(job.recipe.section("model"));
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("model: ") + e.what());
+  }
+  if (options.pretrained && model_cfg["pretrained"] && !model_cfg["pretrained"].IsNull()) {
+    std::string file = model_cfg["pretrained"].as<std::string>();
+    LoadReport report;
+    try {
+      report = load_state_dict(*job.model, load_safetensors(file), file, job.model->classifier_pattern());
+    } catch (const WeightsError& e) {
+      throw WeightsError(std::string("model.pretrained: ") + e.what());
+    }
+    for (auto& r : report.reinitialised)
+      job.notes.push_back("classifier " + r + " re-initialised for " +
+                          std::to_string(model_cfg["num_classes"].as<int64_t>()) + " classes");
+  }
+  std::vector<int64_t> matched = apply_freeze_rules(*job.model, job.config.freeze);
+  for (std::size_t i = 0; i < matched.size(); ++i)
+    if (matched[i] == 0)
+      job.notes.push_back("freeze[" + std::to_string(i) + "]: '" + job.config.freeze[i].params + "' matches no parameter");
+  if (job.trainable_parameters() == 0) throw RecipeError("freeze: the rules leave no parameter trainable");
+
+  InputConfig input = job.model->input_config();
+  job.train_transforms = build_transforms(root["data"]["train_transforms"], input, "data.train_transforms");
+  job.eval_transforms = build_transforms(root["data"]["eval_transforms"], input, "data.eval_transforms");
+  job.loss = Registry<Loss>::instance().get(root["train"]["loss"]["name"].as<std::string>()).make(job.recipe.section("train.loss"));
+  return job;
+}
+
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job) { return build_optimizer(job, job.trainable()); }
+
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job, const NamedParameters& params) {
+  const auto& entry = Registry<torch::optim::Optimizer>::instance().get(job.recipe.root["optimizer"]["name"].as<std::string>());
+  try {
+    return entry.make(job.recipe.section("optimizer"), params);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(e.what());
+  }
+}
+
+std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimizer& optimizer, int64_t total_steps,
+                                           int64_t steps_per_epoch) {
+  const auto& entry = Registry<Scheduler>::instance().get(job.recipe.root["scheduler"]["name"].as<std::string>());
+  try {
+    auto s = entry.make(job.recipe.section("scheduler"), ScheduleContext{&optimizer, total_steps, steps_per_epoch});
+    s->set_steps_done(0);
+    return s;
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(e.what());
+  }
+}
+
+}  // namespace trainrun

@@ -1,0 +1,76 @@
+// Everything a recipe names, built through the registries: the step between "validated recipe"
+// and "training loop". Used by `trainrun check`, training, and eval.
+#pragma once
+
+#include "components/data/dataset.h"
+#include "components/data/transform.h"
+#include "components/models/model.h"
+#include "components/optim/optim.h"
+#include "runner/recipe/recipe.h"
+#include "runner/recipe/run_config.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainrun {
+
+struct Job {
+  Recipe recipe;
+  RunConfig config;  // the fixed sections, typed (read once, after `auto` values are resolved)
+  DatasetSplits data;
+  std::shared_ptr<Classifier> model;
+  Compose train_transforms, eval_transforms;
+  std::shared_ptr<Loss> loss;
+  std::string device = "cpu";
+  std::string precision = "fp32";  // resolved: fp32 | bf16 | fp16
+  int64_t threads = 1;
+  std::vector<std::string> notes;  // things the log should say (re-initialised classifier, ...)
+
+  int64_t total_parameters() const;
+  int64_t trainable_parameters() const;
+  NamedParameters trainable() const;
+};
+
+// What to leave out when a command needs less than a training run.
+struct JobOptions {
+  // Build the datasets. Without them `classes` names the classes (predict with a run's
+  // labels.json) and job.data has no splits.
+  bool data = true;
+  std::vector<std::string> classes;
+  // Load model.pretrained (not when a checkpoint's weights replace it anyway).
+  bool pretrained = true;
+};
+
+// Builds data, model (with pretrained weights and freeze rules), transforms and loss. Fills
+// `auto` values (num_classes, normalize: model, threads) into job.recipe so the resolved
+// recipe shows what ran. Throws RecipeError, DataError or WeightsError: bad input, exit 2.
+Job build_job(Recipe recipe, const JobOptions& options = {});
+
+// Builds the optimizer over the trainable parameters, and its scheduler.
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job);
+std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job, const NamedParameters& params);
+std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimizer& optimizer, int64_t total_steps,
+                                           int64_t steps_per_epoch);
+
+// Freeze rules (ordered globs, last match wins) applied to requires_grad; only the rules whose
+// `from_epoch` has come by `epoch` count. Returns the number of parameters each rule matches at
+// any epoch, so a rule that matches nothing can be reported.
+std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const std::vector<FreezeRule>& rules, int64_t epoch = 0);
+
+// Gradual unfreezing: whether the freeze rules (or train.unfreeze_at_epoch) change at the start
+// of `epoch`, and, applied, which parameters that made trainable (in the model's order).
+bool freeze_changes_at(const Job& job, int64_t epoch);
+NamedParameters apply_freeze_schedule(Job& job, int64_t epoch);
+
+// Adds newly trainable parameters to a running optimizer as torch's add_param_group does, in
+// the groups (decayed, zero-decay) and with the settings the recipe's optimizer gives them.
+// The scheduler sets their lr from its next step on.
+void add_param_groups(const Job& job, torch::optim::Optimizer& optimizer, const NamedParameters& params);
+
+// train.bn_eval: puts BatchNorm layers whose parameters are all frozen back in eval mode (call
+// after model.train()), so their running statistics stay as loaded, as timm's freeze_bn.
+// Returns how many layers it froze.
+int64_t freeze_batchnorm_statistics(torch::nn::Module& model);
+
+}  // namespace trainrun

@@ -1,0 +1,87 @@
+#include "runner/recipe/preflight.h"
+
+#include <torch/torch.h>
+
+namespace trainrun {
+
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// The first example of `data` that decodes (a file that does not is the loader's business,
+// as data.on_bad_file says); none when the split is empty or the first few are unreadable.
+std::optional<Example> first_readable(const Dataset& data) {
+  for (std::size_t i = 0; i < std::min<std::size_t>(data.size(), 8); ++i) {
+    try {
+      return data.get(i);
+    } catch (const UnreadableFile&) {
+    }
+  }
+  return std::nullopt;
+}
+
+// One example through `transforms` and the model, as a batch of one in eval mode without
+// gradients (no state changes, no random numbers drawn from torch's generator).
+void try_pipeline(const Job& job, const Dataset& data, const Compose& transforms, const std::string& key) {
+  auto example = first_readable(data);
+  if (!example) return;
+  at::Tensor x;
+  try {
+    Rng rng(0);
+    x = transforms(example->image, rng);
+  } catch (const std::exception& e) {
+    throw RecipeError(key + ": cannot transform an example: " + first_line(e.what()));
+  }
+  if (x.scalar_type() != at::kFloat || x.dim() != 3)
+    throw RecipeError(key + ": the pipeline ends with a " + std::string(c10::toString(x.scalar_type())) + " tensor of shape " +
+                      c10::str(x.sizes()) + ", not a float C x H x W image (end it with to_tensor, then normalize)");
+  torch::NoGradGuard no_grad;
+  bool training = job.model->is_training();
+  job.model->eval();
+  try {
+    job.model->forward(x.unsqueeze(0));
+  } catch (const std::exception& e) {
+    job.model->train(training);
+    throw RecipeError(key + ": " + job.config.model + " cannot take its output (" +
+                      c10::str(x.sizes()) + "): " + first_line(e.what()));
+  }
+  job.model->train(training);
+}
+
+}  // namespace
+
+RunLength run_length(const Job& job, int64_t world_size) {
+  RunLength r;
+  r.world_size = world_size;
+  const int64_t examples = int64_t(job.data.train->size()), batch = job.config.data.batch_size;
+  const int64_t accum = job.config.train.grad_accum_steps;
+  r.examples_per_rank = (examples + world_size - 1) / world_size;
+  r.batches_per_epoch = (r.examples_per_rank + batch - 1) / batch;
+  r.steps_per_epoch = (r.batches_per_epoch + accum - 1) / accum;
+  r.total_steps = r.steps_per_epoch * job.config.train.epochs;
+  return r;
+}
+
+RunLength preflight(const Job& job, int64_t world_size) {
+  const int64_t examples = int64_t(job.data.train->size());
+  if (world_size > examples)
+    throw RecipeError("world: " + std::to_string(world_size) + " processes for " + std::to_string(examples) +
+                      " training examples; every process needs at least one (fewer processes, or more data)");
+  RunLength length = run_length(job, world_size);
+  std::shared_ptr<torch::optim::Optimizer> optimizer;
+  try {
+    optimizer = build_optimizer(job);
+  } catch (const c10::Error& e) {
+    throw RecipeError("optimizer: " + first_line(e.what_without_backtrace()));
+  }
+  try {
+    build_scheduler(job, *optimizer, length.total_steps, length.steps_per_epoch);
+  } catch (const c10::Error& e) {
+    throw RecipeError("scheduler: " + first_line(e.what_without_backtrace()));
+  }
+  try_pipeline(job, *job.data.train, job.train_transforms, "data.train_transforms");
+  if (job.data.eval) try_pipeline(job, *job.data.eval, job.eval_transforms, "data.eval_transforms");
+  return length;
+}
+
+}  // namespace trainrun

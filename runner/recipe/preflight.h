@@ -1,0 +1,28 @@
+// What a run checks before anything is started or written, so that every mistake in a recipe is
+// exit 2 with nothing on disk (SPEC §7): `trainrun check` and a run (in the launcher, before the
+// workers start, and in each worker before the run folder) call the same function.
+#pragma once
+
+#include "runner/recipe/job.h"
+
+namespace trainrun {
+
+// The run's length as the trainer counts it: DistributedSampler's padded shard per rank, its
+// batches, and k of them per optimizer step (the last group of an epoch may be partial).
+struct RunLength {
+  int64_t world_size = 1;
+  int64_t examples_per_rank = 0;
+  int64_t batches_per_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+};
+
+RunLength run_length(const Job& job, int64_t world_size);
+
+// Throws RecipeError when `world_size` processes have fewer training examples than processes,
+// when the optimizer or scheduler cannot be built for this run's length, or when one example
+// does not pass through the train or eval transforms and the model (a normalize with the wrong
+// number of channels, an image transform after to_tensor, a size the model cannot take).
+RunLength preflight(const Job& job, int64_t world_size);
+
+}  // namespace trainrun

@@ -1,0 +1,201 @@
+// Real processes over gloo on 127.0.0.1 with ports chosen free at run time.
+#include "runner/io/safetensors.h"
+
+#include "test_util.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace trainrun {
+namespace {
+
+using nlohmann::json;
+
+class Distributed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  test::TempDir dir;
+  std::string recipe = test::source("recipes/quickstart.yaml");
+};
+
+// Two processes started by hand with torchrun's variables; the worker checks DDP's promises.
+TEST_F(Distributed, TorchrunStyleEnvironmentAndDdpInvariants) {
+  std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(test::free_port());
+  auto r = test::run("bash -c '" + env + " RANK=1 LOCAL_RANK=1 " + DDP_WORKER_BINARY + " & p=$!; " + env +
+                     " RANK=0 LOCAL_RANK=0 " + DDP_WORKER_BINARY + "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("ddp_worker ok: world 2"), std::string::npos) << r.out << r.err;
+
+  // The trainrun binary itself as a torchrun worker.
+  env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(test::free_port());
+  std::string args = recipe + " data.max_train_samples=256 data.max_eval_samples=100 output.dir=" + (dir / "tr");
+  r = test::run("bash -c '" + env + " RANK=1 LOCAL_RANK=1 " + TRAINRUN_BINARY + " " + args + " & p=$!; " + env +
+                " RANK=0 LOCAL_RANK=0 " + TRAINRUN_BINARY + " " + args + "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 node x 2 processes (gloo backend, launched by torchrun)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Total train batch size (w. parallel, distributed & accumulation) = 128"), std::string::npos);
+}
+
+// examples/custom_loop: a hand-written loop over the public API, as 2 torchrun-style processes.
+TEST_F(Distributed, CustomLoopExampleTrainsAndGathersEveryTestExample) {
+  std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(test::free_port());
+  std::string cmd = std::string(CUSTOM_LOOP_BINARY) + " " + test::kFashionMnist + " 2000";
+  auto r = test::run("bash -c '" + env + " RANK=1 LOCAL_RANK=1 " + cmd + " & p=$!; " + env + " RANK=0 LOCAL_RANK=0 " +
+                     cmd + "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto at = r.out.find("test examples 10000 accuracy ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::stod(r.out.substr(at + 29)), 0.5) << r.out;
+  EXPECT_NE(r.out.find("(world size 2)"), std::string::npos);
+}
+
+// N steps with 2 ranks x batch 32 give the parameters of 1 rank x batch 64 (no dropout, no BN).
+TEST_F(Distributed, TwoRanksEqualOneRankWithTheCombinedBatch) {
+  std::string common = recipe + " model.dropout1=0 model.dropout2=0 'optimizer={name: sgd, lr: 0.05, momentum: 0.9}' "
+                       "data.max_train_samples=640 data.workers=0 train.eval_every=never world.master_port=0 ";
+  auto two = test::run(test::trainrun(common + "world.nproc_per_node=2 data.batch_size=32 output.dir=" + (dir / "two")));
+  ASSERT_EQ(two.code, 0) << two.err;
+  auto one = test::run(test::trainrun(common + "world.nproc_per_node=1 data.batch_size=64 output.dir=" + (dir / "one")));
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(two.out.find("Total optimization steps = 10"), std::string::npos) << two.out;
+  TensorList a = load_safetensors(dir / "two/model.safetensors"), b = load_safetensors(dir / "one/model.safetensors");
+  ASSERT_EQ(a.size(), b.size());
+  at::Tensor init = load_safetensors(dir / "one/model.safetensors")[0].second;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    double diff = (a[i].second - b[i].second).abs().max().item<double>();
+    EXPECT_LE(diff, 1e-5) << a[i].first;
+  }
+}
+
+// Eval over 2 ranks on an odd number of examples counts each once, and agrees with 1 process.
+TEST_F(Distributed, EvalCountsEveryExampleOnce) {
+  auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 data.max_train_samples=320 "
+                                    "data.max_eval_samples=1001 data.eval_batch_size=100 output.dir=" + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  json eval;
+  for (auto& l : test::read_jsonl(dir / "run/metrics.jsonl"))
+    if (l.contains("eval_examples")) eval = l;
+  EXPECT_EQ(eval["eval_examples"], 1001);
+  auto single = test::run(test::trainrun("eval " + recipe + " data.max_eval_samples=1001 --checkpoint " + (dir / "run")));
+  ASSERT_EQ(single.code, 0) << single.err;
+  std::ostringstream acc;
+  acc << "'eval_accuracy': " << std::setprecision(17) << eval["eval_accuracy"].get<double>();
+  EXPECT_NE(single.out.find(acc.str().substr(0, 22)), std::string::npos) << single.out << " vs " << acc.str();
+}
+
+TEST_F(Distributed, KilledRankEndsTheRunNamingIt) {
+  std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 train.log_every_steps=5 "
+                                   "world.timeout_s=30 output.dir=" + (dir / "run"));
+  // Start, wait for the first log line, SIGKILL rank 1, time how long the launcher takes to end.
+  auto r = test::run(test::kill_rank_after_first_log(cmd, dir.path().string(), 1));
+  std::string err = test::read_file(dir / "err");
+  EXPECT_NE(r.out.find("rc=1 "), std::string::npos) << r.out << err;
+  int secs = std::stoi(r.out.substr(r.out.find("secs=") + 5));
+  EXPECT_LT(secs, 90);
+  EXPECT_NE(err.find("trainrun: rank 1 was killed by signal 9"), std::string::npos) << err;
+}
+
+TEST_F(Distributed, MaxRestartsRelaunchesTheWorld) {
+  std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 world.max_restarts=1 "
+                                   "data.max_train_samples=3200 train.log_every_steps=5 output.dir=" + (dir / "run"));
+  auto r = test::run(test::kill_rank_after_first_log(cmd, dir.path().string(), 1));
+  std::string err = test::read_file(dir / "err");
+  EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << err;
+  EXPECT_NE(err.find("restarting the world (restart 1 of 1)"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/model.safetensors"));
+}
+
+TEST_F(Distributed, SigintOnTheLauncherReachesEveryRank) {
+  std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 train.log_every_steps=5 "
+                                   "output.dir=" + (dir / "run"));
+  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
+                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
+                     "W=$(pgrep -P $L); kill -INT $L; wait $L; echo rc=$?; sleep 0.5; " +
+                     "for p in $W; do kill -0 $p 2>/dev/null && echo left-behind; done; echo workers=$W'");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out << test::read_file(dir / "err");
+  EXPECT_EQ(r.out.find("left-behind"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ' '), 1) << r.out;  // "workers=A B": two workers were running
+}
+
+// SIGUSR1 (a scheduler's pre-emption warning, e.g. sbatch --signal=USR1@90): every rank saves a
+// checkpoint after the same step and the launcher exits 138, which a requeued job resumes from.
+TEST_F(Distributed, Sigusr1PreemptsWithACheckpointAndExit138) {
+  std::string cmd = test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 train.log_every_steps=5 "
+                                   "data.max_train_samples=6400 output.dir=" + (dir / "run"));
+  auto r = test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
+                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " +
+                     "kill -USR1 $L; wait $L; echo rc=$?'");
+  std::string err = test::read_file(dir / "err");
+  EXPECT_NE(r.out.find("rc=138"), std::string::npos) << r.out << err;
+  auto at = err.find("rank 0: interrupted (User defined signal 1) at step ");
+  ASSERT_NE(at, std::string::npos) << err;
+  std::string step = std::to_string(std::stoi(err.substr(at + 52)));
+  EXPECT_NE(err.find("rank 1: interrupted (User defined signal 1) at step " + step + "; checkpoint saved"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("trainrun: pre-empted (SIGUSR1)"), std::string::npos) << err;
+  auto again = test::run(cmd);  // the requeued job
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("Resuming from " + (dir / "run/checkpoint-") + step), std::string::npos) << again.out;
+}
+
+TEST_F(Distributed, FileStoreRendezvous) {
+  auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.init_method=file://" + (dir / "store") +
+                                    " data.max_train_samples=256 data.max_eval_samples=100 output.dir=" + (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/model.safetensors"));
+  r = test::run(test::trainrun("check " + recipe + " world.init_method=tcp://x"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("world.init_method: expected `env` or file:///path, got 'tcp://x'"), std::string::npos) << r.err;
+}
+
+TEST_F(Distributed, BusyPortIsABadInput) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::listen(fd, 1);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=" + std::to_string(port) +
+                                    " output.dir=" + (dir / "run")));
+  ::close(fd);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("world.master_port: port " + std::to_string(port) + " on 127.0.0.1 is not free"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+}
+
+}  // namespace
+}  // namespace trainrun
+
+namespace trainrun {
+namespace {
+
+TEST(DistributedNodes, TwoNodesTimesTwoProcessesOverVeth) {
+  if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  test::TwoNodes nodes;
+  if (!nodes.ok()) GTEST_SKIP() << "cannot create network namespaces here (needs root and iproute2): " << nodes.why();
+  test::TempDir dir;
+  std::string args = test::source("recipes/quickstart.yaml") +
+                     " world.nnodes=2 world.nproc_per_node=2 world.master_addr=10.231.0.1 world.master_port=29500 "
+                     "data.max_train_samples=512 data.max_eval_samples=333 output.dir=" + (dir / "run");
+  auto r = test::run("bash -c '" + nodes.exec(1) + test::trainrun(args + " world.node_rank=1") + " >" + (dir / "n1") +
+                     " 2>&1 & p=$!; " + nodes.exec(0) + test::trainrun(args + " world.node_rank=0") +
+                     "; a=$?; wait $p; b=$?; exit $((a + b))'");
+  ASSERT_EQ(r.code, 0) << r.err << test::read_file(dir / "n1");
+  EXPECT_NE(r.out.find("World = 2 nodes x 2 processes (gloo backend, launched by trainrun)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Total train batch size (w. parallel, distributed & accumulation) = 256"), std::string::npos);
+  std::string metrics = test::read_file(dir / "run/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"eval_examples\":333"), std::string::npos) << metrics;
+}
+
+}  // namespace
+}  // namespace trainrun

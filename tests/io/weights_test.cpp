@@ -1,0 +1,105 @@
+// safetensors read/write and state_dict loading, against Python's reading of the same bytes.
+#include "components/models/model.h"
+#include "runner/io/safetensors.h"
+#include "runner/io/weights.h"
+
+#include "test_util.h"
+
+#include <torch/torch.h>
+
+namespace trainrun {
+namespace {
+
+std::string error_of(const std::function<void()>& f) { return test::error_of<WeightsError>(f); }
+
+std::shared_ptr<Classifier> basicnet(int64_t classes) {
+  YAML::Node cfg = YAML::Load("{name: basicnet, in_channels: 1, dropout1: 0.25, dropout2: 0.5, pretrained: null}");
+  cfg["num_classes"] = classes;
+  return Registry<Classifier>::instance().get("basicnet").make(Config(cfg, "model"));
+}
+
+TEST(Safetensors, RoundTripsEveryDtype) {
+  test::TempDir dir;
+  TensorList in = {{"f32", torch::randn({3, 4})},
+                   {"f16", torch::randn({5}).to(torch::kHalf)},
+                   {"bf16", torch::randn({2, 2, 2}).to(torch::kBFloat16)},
+                   {"i64", torch::arange(7)},
+                   {"scalar", torch::tensor(3.5)},
+                   {"empty", torch::empty({0, 3})}};
+  save_safetensors(dir / "t.safetensors", in);
+  TensorList out = load_safetensors(dir / "t.safetensors");
+  ASSERT_EQ(out.size(), in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(out[i].first, in[i].first);
+    EXPECT_EQ(out[i].second.scalar_type(), in[i].second.scalar_type()) << in[i].first;
+    EXPECT_TRUE(torch::equal(out[i].second, in[i].second)) << in[i].first;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.safetensors.tmp"));
+}
+
+TEST(Safetensors, PythonReadsWhatWeWriteAndWeReadWhatPythonWrites) {
+  test::TempDir dir;
+  save_safetensors(dir / "ours.safetensors", {{"w", torch::arange(6, torch::kFloat).view({2, 3})},
+                                               {"h", torch::tensor({1.5, -2.0}).to(torch::kBFloat16)}});
+  std::string py = std::string(test::kPython) + " -c 'import sys; sys.path.insert(0, \"" + test::source("tests/py") +
+                   "\"); import st, torch; t = st.load_file(\"" + (dir / "ours.safetensors") +
+                   "\"); assert t[\"w\"].tolist() == [[0, 1, 2], [3, 4, 5]], t; assert t[\"h\"].dtype == torch.bfloat16; "
+                   "st.save_file({\"a\": torch.full((2, 2), 7.0, dtype=torch.float16), \"b\": torch.tensor([3])}, \"" +
+                   (dir / "py.safetensors") + "\")'";
+  auto r = test::run(py);
+  ASSERT_EQ(r.code, 0) << r.err;
+  TensorList t = load_safetensors(dir / "py.safetensors");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].second.scalar_type(), torch::kHalf);
+  EXPECT_TRUE(torch::equal(t[0].second, torch::full({2, 2}, 7.0, torch::kHalf)));
+  EXPECT_EQ(t[1].second.item<int64_t>(), 3);
+}
+
+TEST(Safetensors, BrokenFilesAreClearErrors) {
+  test::TempDir dir;
+  save_safetensors(dir / "ok.safetensors", {{"w", torch::ones({100})}});
+  std::string bytes = test::read_file(dir / "ok.safetensors");
+  test::write_file(dir / "cut.safetensors", bytes.substr(0, bytes.size() - 10));
+  EXPECT_NE(error_of([&] { load_safetensors(dir / "cut.safetensors"); }).find("truncated: tensor 'w' ends at byte 400 of 390"),
+            std::string::npos);
+  std::string bad = bytes;
+  bad[9] = '#';
+  test::write_file(dir / "bad.safetensors", bad);
+  EXPECT_NE(error_of([&] { load_safetensors(dir / "bad.safetensors"); }).find((dir / "bad.safetensors") + ": bad header"),
+            std::string::npos);
+  test::write_file(dir / "short.safetensors", "abc");
+  EXPECT_EQ(error_of([&] { load_safetensors(dir / "short.safetensors"); }),
+            (dir / "short.safetensors") + ": truncated (no header length)");
+  EXPECT_EQ(error_of([&] { load_safetensors(dir / "none.safetensors"); }), (dir / "none.safetensors") + ": no such file");
+}
+
+TEST(StateDict, KeysAreTheModuleNamesAndLoadIsExact) {
+  auto a = basicnet(10), b = basicnet(10);
+  std::vector<std::string> keys;
+  for (auto& [k, _] : state_dict(*a)) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight",
+                                            "fc1.bias", "fc2.weight", "fc2.bias"}));
+  load_state_dict(*b, state_dict(*a), "a");
+  for (auto& [k, v] : state_dict(*b)) EXPECT_TRUE(torch::equal(v, a->named_parameters()[k])) << k;
+
+  TensorList missing = state_dict(*a);
+  missing.erase(missing.begin());
+  missing.emplace_back("fc3.weight", torch::zeros({1}));
+  EXPECT_EQ(error_of([&] { load_state_dict(*b, missing, "w.safetensors"); }),
+            "w.safetensors: weights do not match the model: missing keys: conv1.weight; unexpected keys: fc3.weight");
+}
+
+TEST(StateDict, ClassifierOfAnotherShapeIsReinitialisedAndReported) {
+  auto ten = basicnet(10), three = basicnet(3);
+  at::Tensor fresh = three->named_parameters()["fc2.weight"].clone();
+  auto report = load_state_dict(*three, state_dict(*ten), "w", three->classifier_pattern());
+  ASSERT_EQ(report.reinitialised.size(), 2u);
+  EXPECT_EQ(report.reinitialised[0], "fc2.weight [10, 128] -> [3, 128]");
+  EXPECT_TRUE(torch::equal(three->named_parameters()["fc2.weight"], fresh));
+  EXPECT_TRUE(torch::equal(three->named_parameters()["fc1.weight"], ten->named_parameters()["fc1.weight"]));
+  EXPECT_NE(error_of([&] { load_state_dict(*three, state_dict(*ten), "w"); }).find("wrong shapes: fc2.weight (file [10, 128], model [3, 128])"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainrun
