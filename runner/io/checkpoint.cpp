@@ -4,6 +4,7 @@
 #include "components/optim/optim.h"
 #include "runner/distributed/accelerator.h"
 #include "runner/io/durable_file.h"
+#include "runner/io/trainer_state.h"
 #include "runner/train/loss_scaler.h"
 #include "runner/recipe/recipe.h"
 #include "runner/io/weights.h"
@@ -25,24 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using nlohmann::ordered_json;
-
-constexpr const char* kStateFile = "trainer_state.json";
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError(path.string() + ": cannot read");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-json read_json(const fs::path& path) {
-  try {
-    return json::parse(read_text(path));
-  } catch (const json::exception& e) {
-    throw CheckpointError(path.string() + ": not valid JSON: " + e.what());
-  }
-}
 
 std::optional<int64_t> checkpoint_step(const std::string& name) {
   static const std::regex pattern(R"(checkpoint-(\d+))");
@@ -96,64 +79,6 @@ int64_t CheckpointOptions::save_steps() const {
   return save_every == "epoch" || save_every == "never" ? 0 : std::stoll(save_every);
 }
 
-ordered_json TrainerState::to_json() const {
-  ordered_json j;
-  j["best_metric"] = best_metric ? ordered_json(*best_metric) : ordered_json(nullptr);
-  j["best_model_checkpoint"] = best_model_checkpoint.empty() ? ordered_json(nullptr) : ordered_json(best_model_checkpoint);
-  j["epoch"] = epoch;
-  j["eval_steps"] = eval_steps;
-  j["global_step"] = global_step;
-  j["is_hyper_param_search"] = false;
-  j["is_local_process_zero"] = true;
-  j["is_world_process_zero"] = true;
-  j["log_history"] = log_history;
-  j["logging_steps"] = logging_steps;
-  j["max_steps"] = max_steps;
-  j["num_train_epochs"] = num_train_epochs;
-  j["save_steps"] = save_steps;
-  j["total_flos"] = 0;
-  j["train_batch_size"] = train_batch_size;
-  j["trial_name"] = nullptr;
-  j["trial_params"] = nullptr;
-  ordered_json ours{{"epoch_index", epoch_index}, {"batches_in_epoch", batches_in_epoch}, {"world_size", world_size}};
-  ours["ranks"] = ordered_json::array();
-  for (auto& r : ranks)
-    ours["ranks"].push_back({{"loss_since_log", r.loss_since_log},
-                             {"batches_since_log", r.batches_since_log},
-                             {"loss_total", r.loss_total},
-                             {"batches_total", r.batches_total}});
-  j["trainrun"] = ours;
-  return j;
-}
-
-TrainerState TrainerState::from_json(const json& j) {
-  TrainerState s;
-  try {
-    s.global_step = j.at("global_step").get<int64_t>();
-    s.epoch = j.at("epoch").get<double>();
-    s.max_steps = j.value("max_steps", int64_t(0));
-    s.num_train_epochs = j.value("num_train_epochs", int64_t(0));
-    s.logging_steps = j.value("logging_steps", int64_t(0));
-    s.eval_steps = j.value("eval_steps", int64_t(0));
-    s.save_steps = j.value("save_steps", int64_t(0));
-    s.train_batch_size = j.value("train_batch_size", int64_t(0));
-    if (j.contains("best_metric") && !j["best_metric"].is_null()) s.best_metric = j["best_metric"].get<double>();
-    if (j.contains("best_model_checkpoint") && !j["best_model_checkpoint"].is_null())
-      s.best_model_checkpoint = j["best_model_checkpoint"].get<std::string>();
-    if (j.contains("log_history")) s.log_history = ordered_json(j["log_history"]);
-    const json& ours = j.at("trainrun");
-    s.epoch_index = ours.at("epoch_index").get<int64_t>();
-    s.batches_in_epoch = ours.at("batches_in_epoch").get<int64_t>();
-    s.world_size = ours.at("world_size").get<int64_t>();
-    for (auto& r : ours.at("ranks"))
-      s.ranks.push_back({r.at("loss_since_log").get<double>(), r.at("batches_since_log").get<int64_t>(),
-                         r.at("loss_total").get<double>(), r.at("batches_total").get<int64_t>()});
-  } catch (const json::exception& e) {
-    throw CheckpointError(std::string(kStateFile) + ": " + e.what());
-  }
-  return s;
-}
-
 std::vector<std::string> complete_checkpoints(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
@@ -185,24 +110,24 @@ Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : op
   }
 }
 
-std::optional<std::string> Checkpoints::resume_point() const {
-  if (options_.resume == "never") return std::nullopt;
-  if (options_.resume != "auto") {
-    check_resume_path(options_.resume);
-    return options_.resume;
+std::optional<std::string> resume_point(const CheckpointOptions& options, const Accelerator& acc) {
+  if (options.resume == "never") return std::nullopt;
+  if (options.resume != "auto") {
+    check_resume_path(options.resume);
+    return options.resume;
   }
   // Rank 0 picks; the others take the same step, so that a checkpoint rank 0 finished while
   // another rank listed the folder cannot split the world.
   double picked = -1;
-  if (acc_.is_main_process()) {
-    auto all = complete_checkpoints(options_.dir);
+  if (acc.is_main_process()) {
+    auto all = complete_checkpoints(options.dir);
     if (!all.empty()) picked = double(*checkpoint_step(fs::path(all.back()).filename().string()));
   }
-  picked = acc_.reduce_sum(at::scalar_tensor(acc_.is_main_process() ? picked : 0.0, at::kDouble)).item<double>();
+  picked = acc.reduce_sum(at::scalar_tensor(acc.is_main_process() ? picked : 0.0, at::kDouble)).item<double>();
   if (picked < 0) return std::nullopt;
-  fs::path folder = fs::path(options_.dir) / ("checkpoint-" + std::to_string(int64_t(picked)));
+  fs::path folder = fs::path(options.dir) / ("checkpoint-" + std::to_string(int64_t(picked)));
   if (!is_complete(folder))
-    throw CheckpointError("rank " + std::to_string(acc_.rank()) + ": " + folder.string() +
+    throw CheckpointError("rank " + std::to_string(acc.rank()) + ": " + folder.string() +
                           " (rank 0's newest checkpoint) is not here: resuming on several nodes needs output.dir "
                           "on a shared file system");
   return folder.string();
@@ -323,7 +248,7 @@ void Checkpoints::rotate(const std::string& best) const {
   if (!options_.keep_last) return;
   auto all = complete_checkpoints(options_.dir);
   std::error_code ec;
-  fs::path resumed = resumed_from_.empty() ? fs::path() : fs::weakly_canonical(resumed_from_, ec);
+  fs::path resumed = kept_.empty() ? fs::path() : fs::weakly_canonical(kept_, ec);
   std::size_t keep = std::size_t(*options_.keep_last);
   for (std::size_t i = 0; i + keep < all.size(); ++i) {
     if (fs::path(all[i]).filename() == best) continue;
@@ -332,17 +257,14 @@ void Checkpoints::rotate(const std::string& best) const {
   }
 }
 
-TrainerState read_trainer_state(const std::string& folder) {
-  return TrainerState::from_json(read_json(fs::path(folder) / kStateFile));
-}
-
-TrainerState Checkpoints::load(const std::string& folder, const TrainingParts& parts, LoopSums& sums) {
+TrainerState load_checkpoint(const std::string& folder, const TrainingParts& parts, LoopSums& sums,
+                             const Accelerator& acc) {
   fs::path f = folder;
   TrainerState state = read_trainer_state(folder);
   load_state_dict(parts.model, load_safetensors((f / "model.safetensors").string()), (f / "model.safetensors").string());
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from((f / "optimizer.pt").string(), acc_.device());
+    archive.load_from((f / "optimizer.pt").string(), acc.device());
     parts.optimizer.load(archive);
   } catch (const c10::Error& e) {
     std::string what = e.what();
@@ -357,7 +279,7 @@ TrainerState Checkpoints::load(const std::string& folder, const TrainingParts& p
   json scaler = read_json(f / "scaler.json");
   parts.scaler.load(scaler.at("scale").get<double>(), scaler.at("growth_tracker").get<int64_t>());
 
-  const int64_t rank = acc_.rank();
+  const int64_t rank = acc.rank();
   torch::serialize::InputArchive archive;
   archive.load_from((f / "rng.pt").string());
   at::Tensor cpu;
@@ -366,18 +288,17 @@ TrainerState Checkpoints::load(const std::string& folder, const TrainingParts& p
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(cpu);
     at::Tensor cuda;
-    if (acc_.device().is_cuda() && archive.try_read(rng_key("cuda", rank), cuda, /*is_buffer=*/true))
+    if (acc.device().is_cuda() && archive.try_read(rng_key("cuda", rank), cuda, /*is_buffer=*/true))
     {
-      at::Generator cuda_gen = at::globalContext().defaultGenerator(acc_.device());
+      at::Generator cuda_gen = at::globalContext().defaultGenerator(acc.device());
       cuda_gen.set_state(cuda);
     }
   }
-  if (state.world_size != acc_.world_size())
+  if (state.world_size != acc.world_size())
     spdlog::warn("{} was saved by {} process(es), this run has {}: data order and random numbers will differ "
                  "from an uninterrupted run",
-                 folder, state.world_size, acc_.world_size());
+                 folder, state.world_size, acc.world_size());
   sums = rank < int64_t(state.ranks.size()) ? state.ranks[std::size_t(rank)] : LoopSums{};
-  resumed_from_ = folder;
   return state;
 }
 

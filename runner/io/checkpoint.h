@@ -6,6 +6,8 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include "runner/io/trainer_state.h"
+
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
@@ -25,12 +27,6 @@ class Classifier;
 class LossScaler;
 class Scheduler;
 
-// A checkpoint that cannot be written (full disk, unwritable folder) or read: exit code 1.
-// Older checkpoints are left as they were.
-struct CheckpointError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 // The `output` section's checkpoint keys.
 struct CheckpointOptions {
   std::string dir;
@@ -45,37 +41,6 @@ struct CheckpointOptions {
   int64_t save_steps() const;  // 0 unless save_every is a number
 };
 
-// Per-rank sums the loop carries between log lines and to the end-of-training summary.
-struct LoopSums {
-  double loss_since_log = 0;
-  int64_t batches_since_log = 0;
-  double loss_total = 0;
-  int64_t batches_total = 0;
-};
-
-// trainer_state.json: the Trainer's field names, plus what trainrun needs to continue exactly
-// (`trainrun`: the epoch in progress, the micro-batches of it already consumed, every rank's
-// loop sums).
-struct TrainerState {
-  int64_t global_step = 0;
-  double epoch = 0;  // fractional, as the Trainer's
-  int64_t max_steps = 0, num_train_epochs = 0, logging_steps = 0, eval_steps = 0, save_steps = 0;
-  int64_t train_batch_size = 0;
-  std::optional<double> best_metric;
-  std::string best_model_checkpoint;
-  nlohmann::ordered_json log_history = nlohmann::ordered_json::array();
-  int64_t epoch_index = 0;       // epoch in progress (0-based)
-  int64_t batches_in_epoch = 0;  // micro-batches of it consumed, on every rank
-  int64_t world_size = 1;
-  std::vector<LoopSums> ranks;
-
-  nlohmann::ordered_json to_json() const;
-  static TrainerState from_json(const nlohmann::json& j);
-};
-
-// A checkpoint folder's trainer_state.json (CheckpointError naming the file when unreadable).
-TrainerState read_trainer_state(const std::string& folder);
-
 // What a checkpoint restores besides the loop state.
 struct TrainingParts {
   Classifier& model;
@@ -88,24 +53,30 @@ struct TrainingParts {
 // bad input (RecipeError, exit 2).
 void check_resume_option(const CheckpointOptions& output);
 
+// The checkpoint output.resume names: the newest complete one in output.dir for `auto` (nullopt
+// when there is none; rank 0's choice, on every rank), PATH itself, nothing for `never`. Every
+// rank calls it.
+std::optional<std::string> resume_point(const CheckpointOptions& options, const Accelerator& acc);
+
+// Every rank: restores model, optimizer, scheduler, loss scaler and this rank's RNG state;
+// returns the loop state and sets `sums` to this rank's.
+TrainerState load_checkpoint(const std::string& folder, const TrainingParts& parts, LoopSums& sums,
+                             const Accelerator& acc);
+
+// Writes checkpoints into output.dir, keeps checkpoint-best and rotates old ones away.
 class Checkpoints {
  public:
+  // Rank 0 removes what a crash during a save left behind (.checkpoint-N.tmp).
   Checkpoints(CheckpointOptions options, const Accelerator& acc);
 
-  // The checkpoint output.resume names: the newest complete one in output.dir for `auto`
-  // (nullopt when there is none; rank 0's choice, on every rank), PATH itself, nothing for
-  // `never`. Every rank calls it.
-  std::optional<std::string> resume_point() const;
+  // A folder never rotated away (the checkpoint this run resumed from).
+  void keep(const std::string& folder) { kept_ = folder; }
 
   // Every rank calls it (RNG states and loop sums are gathered to rank 0); rank 0 writes
   // checkpoint-<state.global_step>, updates best_metric / checkpoint-best from `metrics` (the
   // evaluation since the last save, if any) and rotates old checkpoints. Returns the folder.
   std::string save(const TrainingParts& parts, TrainerState& state, const LoopSums& sums,
                    const std::optional<nlohmann::json>& metrics);
-
-  // Every rank: restores model, optimizer, scheduler, loss scaler and this rank's RNG state;
-  // returns the loop state and sets `sums` to this rank's.
-  TrainerState load(const std::string& folder, const TrainingParts& parts, LoopSums& sums);
 
   const CheckpointOptions& options() const { return options_; }
 
@@ -117,7 +88,7 @@ class Checkpoints {
 
   CheckpointOptions options_;
   const Accelerator& acc_;
-  std::string resumed_from_;  // never rotated away
+  std::string kept_;
 };
 
 // Complete checkpoint folders in `dir` (checkpoint-<N> with a trainer_state.json), oldest first.

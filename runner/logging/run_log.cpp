@@ -19,13 +19,12 @@ std::string tensorboard_tag(const std::string& key) {
 
 }  // namespace
 
-RunLog::RunLog(const std::string& dir, nlohmann::ordered_json history, int64_t resumed_step)
-    : path_((std::filesystem::path(dir) / "metrics.jsonl").string()),
-      history_(history.is_array() ? std::move(history) : nlohmann::ordered_json::array()),
-      events_(dir, resumed_step) {
+RunLog::RunLog(const std::string& dir, const nlohmann::ordered_json& history, int64_t resumed_step)
+    : path_((std::filesystem::path(dir) / "metrics.jsonl").string()), events_(dir, resumed_step) {
   // Rewritten whole (a resumed run's history), so a crash here never loses the old lines.
   std::string lines;
-  for (auto& line : history_) lines += line.dump() + "\n";
+  if (history.is_array())
+    for (auto& line : history) lines += line.dump() + "\n";
   write_file_atomic(path_, lines);
   out_.open(path_, std::ios::app);
   if (!out_) throw std::runtime_error(path_ + ": cannot write");
@@ -34,7 +33,6 @@ RunLog::RunLog(const std::string& dir, nlohmann::ordered_json history, int64_t r
 void RunLog::write(const nlohmann::ordered_json& line) {
   out_ << line.dump() << "\n";
   out_.flush();
-  history_.push_back(line);
   int64_t step = line.value("step", int64_t(0));
   for (auto it = line.begin(); it != line.end(); ++it)
     if (it.key() != "step" && it.value().is_number()) events_.add_scalar(tensorboard_tag(it.key()), it.value().get<double>(), step);

@@ -138,13 +138,8 @@ std::string resolve_precision(const std::string& wanted, const std::string& devi
   return wanted;
 }
 
-}  // namespace
-
-Job build_job(Recipe recipe, const JobOptions& options) {
-  Job job;
-  job.recipe = std::move(recipe);
-  YAML::Node root = job.recipe.root;
-
+// The `auto` values the typed views need resolved: threads_per_proc and eval_batch_size.
+void resolve_auto_values(YAML::Node root) {
   YAML::Node world = root["world"];
   if (world["threads_per_proc"].Scalar() == "auto") {
     // The processes on this node as the launcher that started us says (torchrun, srun, mpirun),
@@ -154,29 +149,16 @@ Job build_job(Recipe recipe, const JobOptions& options) {
     world["threads_per_proc"] = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()) / procs);
   }
   if (root["data"]["eval_batch_size"].IsNull()) root["data"]["eval_batch_size"] = root["data"]["batch_size"];
-  job.config = RunConfig::from(root);
-  job.threads = job.config.world.threads_per_proc;
-  job.device = resolve_device(job.config.world.device);
-  job.precision = resolve_precision(job.config.precision, job.device);
-  if (job.config.world.backend == "nccl" && job.device != "cuda")
-    throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
+}
 
-  if (options.data) {
-    const auto& dataset_entry = Registry<Dataset>::instance().get(root["data"]["dataset"]["name"].as<std::string>());
-    job.data = dataset_entry.make(job.recipe.section("data.dataset"));
-    job.data.train = limit(job.data.train, root["data"]["max_train_samples"]);
-    job.data.eval = limit(job.data.eval, root["data"]["max_eval_samples"]);
-    if (job.data.train->size() == 0) throw DataError("data.dataset: the training split is empty");
-  } else {
-    job.data.classes = options.classes;
-  }
-
-  YAML::Node model_cfg = root["model"];
+// The model (num_classes: auto from the data), its pretrained weights and the freeze rules.
+void build_model(Job& job, const JobOptions& options) {
+  YAML::Node model_cfg = job.recipe.root["model"];
   if (model_cfg["num_classes"] && model_cfg["num_classes"].Scalar() == "auto")
     model_cfg["num_classes"] = int64_t(job.data.classes.size());
-  torch::manual_seed(root["seed"].as<uint64_t>());  // model init is seeded, on every rank alike
+  torch::manual_seed(job.config.seed);  // model init is seeded, on every rank alike
   try {
-    job.model = Registry<Classifier>::instance().get(model_cfg["name"].as<std::string>()).make(job.recipe.section("model"));
+    job.model = Registry<Classifier>::instance().get(job.config.model).make(job.recipe.section("model"));
   } catch (const std::invalid_argument& e) {
     throw RecipeError(std::string("model: ") + e.what());
   }
@@ -197,7 +179,31 @@ Job build_job(Recipe recipe, const JobOptions& options) {
     if (matched[i] == 0)
       job.notes.push_back("freeze[" + std::to_string(i) + "]: '" + job.config.freeze[i].params + "' matches no parameter");
   if (job.trainable_parameters() == 0) throw RecipeError("freeze: the rules leave no parameter trainable");
+}
 
+}  // namespace
+
+Job build_job(Recipe recipe, const JobOptions& options) {
+  Job job;
+  job.recipe = std::move(recipe);
+  YAML::Node root = job.recipe.root;
+  resolve_auto_values(root);
+  job.config = RunConfig::from(root);
+  job.threads = job.config.world.threads_per_proc;
+  job.device = resolve_device(job.config.world.device);
+  job.precision = resolve_precision(job.config.precision, job.device);
+  if (job.config.world.backend == "nccl" && job.device != "cuda")
+    throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
+
+  if (options.data) {
+    job.data = Registry<Dataset>::instance().get(job.config.dataset).make(job.recipe.section("data.dataset"));
+    job.data.train = limit(job.data.train, root["data"]["max_train_samples"]);
+    job.data.eval = limit(job.data.eval, root["data"]["max_eval_samples"]);
+    if (job.data.train->size() == 0) throw DataError("data.dataset: the training split is empty");
+  } else {
+    job.data.classes = options.classes;
+  }
+  build_model(job, options);
   InputConfig input = job.model->input_config();
   job.train_transforms = build_transforms(root["data"]["train_transforms"], input, "data.train_transforms");
   job.eval_transforms = build_transforms(root["data"]["eval_transforms"], input, "data.eval_transforms");

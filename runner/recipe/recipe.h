@@ -28,7 +28,8 @@ struct Recipe {
 
 Recipe load_recipe(const std::string& file, const std::vector<std::string>& overrides = {});
 
-// The fixed sections' schemas (train, output, world, data, top level), for `describe recipe/...`.
+// The fixed sections' schemas ("" = top level, data, train, output, world; "freeze[]" = one freeze
+// rule), defined in sections.cpp; the loader checks against them and `describe recipe/...` prints them.
 const Schema& section_schema(const std::string& section);
 std::vector<std::string> section_names();
 

@@ -68,6 +68,10 @@ RunConfig RunConfig::from(const YAML::Node& root) {
   c.output = CheckpointOptions::from(root["output"]);
   c.world = world_config(root["world"]);
   c.freeze = freeze_rules(root["freeze"], root["train"]["unfreeze_at_epoch"]);
+  const YAML::Node& callbacks = root["callbacks"];
+  for (std::size_t i = 0; callbacks && i < callbacks.size(); ++i)
+    c.callbacks.push_back({callbacks[i]["name"].as<std::string>(),
+                           Config(callbacks[i], "callbacks[" + std::to_string(i) + "]")});
   return c;
 }
 

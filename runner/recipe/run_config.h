@@ -3,6 +3,7 @@
 // this point looks a key up by string. Components keep receiving their validated Config view.
 #pragma once
 
+#include "registry/schema.h"
 #include "runner/io/checkpoint.h"
 
 #include <yaml-cpp/yaml.h>
@@ -52,6 +53,12 @@ struct WorldConfig {
   int64_t world_size() const { return nproc_per_node * nnodes; }
 };
 
+// A registered component named in a list (callbacks:), with its validated parameters.
+struct ComponentConfig {
+  std::string name;
+  Config config;
+};
+
 struct RunConfig {
   std::string name;
   uint64_t seed = 42;
@@ -62,6 +69,7 @@ struct RunConfig {
   CheckpointOptions output;
   WorldConfig world;
   std::vector<FreezeRule> freeze;
+  std::vector<ComponentConfig> callbacks;  // the recipe's, after the built-in ones
 
   static RunConfig from(const YAML::Node& root);
 };

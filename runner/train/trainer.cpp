@@ -1,29 +1,17 @@
 #include "runner/train/trainer.h"
 
-#include "components/data/loader.h"
-#include "runner/io/checkpoint.h"
 #include "runner/io/durable_file.h"
-#include "runner/logging/logging.h"
-#include "runner/train/loss_scaler.h"
-#include "runner/recipe/preflight.h"
-#include "runner/logging/progress.h"
-#include "runner/logging/run_log.h"
-#include "runner/distributed/stop_signal.h"
 #include "runner/io/weights.h"
+#include "runner/logging/logging.h"
+#include "runner/train/autocast.h"
+#include "runner/train/callbacks/callbacks.h"
+#include "runner/train/loss_sums.h"
 
-#include <ATen/autocast_mode.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include <signal.h>
-
-#include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <optional>
 
 namespace trainrun {
 
@@ -33,51 +21,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// torch.autocast(device_type, dtype) as a scope: bf16 on CPU or CUDA, fp16 on CUDA only.
-class Autocast {
- public:
-  Autocast(const std::string& precision, const c10::Device& device)
-      : on_(precision == "bf16" || precision == "fp16"), cuda_(device.is_cuda()) {
-    if (!on_) return;
-    at::ScalarType dtype = precision == "bf16" ? at::kBFloat16 : at::kHalf;
-    prev_ = cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-    if (cuda_) {
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(dtype);
-    } else {
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(dtype);
-    }
-    at::autocast::increment_nesting();
-  }
-  ~Autocast() {
-    if (!on_) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) at::autocast::set_enabled(prev_);
-    else at::autocast::set_cpu_enabled(prev_);
-  }
-
- private:
-  bool on_, cuda_;
-  bool prev_ = false;
-};
-
-}  // namespace
-
-LoaderOptions loader_options(const Job& job, bool train) {
-  const DataConfig& data = job.config.data;
-  LoaderOptions o;
-  o.batch_size = train ? data.batch_size : data.eval_batch_size;
-  o.workers = data.workers;
-  o.skip_bad_files = data.skip_bad_files;
-  o.shard.shuffle = train;
-  o.shard.pad = train;
-  o.shard.seed = job.config.seed;
-  return o;
-}
-
-namespace {
 
 void write_text(const fs::path& path, const std::string& text) {
   try {
@@ -89,7 +32,7 @@ void write_text(const fs::path& path, const std::string& text) {
 
 // The run folder (rank 0 makes it): the resolved recipe, labels.json, train.log; the job's
 // notes are logged once.
-fs::path prepare_run_folder(const Job& job, Accelerator& acc) {
+void prepare_run_folder(const Job& job, Accelerator& acc) {
   fs::path dir = job.config.output.dir;
   const bool main_process = acc.is_main_process();
   if (main_process) {
@@ -107,24 +50,18 @@ fs::path prepare_run_folder(const Job& job, Accelerator& acc) {
   if (main_process || fs::is_directory(dir)) add_log_file((dir / "train.log").string());
   if (main_process)
     for (auto& note : job.notes) spdlog::warn("{}", note);
-  return dir;
 }
 
-// The sizes the banner shows.
-struct RunShape {
-  int64_t epochs, batch, accum, total_steps;
-};
-
 // The Trainer's "***** Running training *****" banner.
-void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, const RunShape& run) {
+void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, const RunLength& length) {
+  const int64_t batch = job.config.data.batch_size, accum = job.config.train.grad_accum_steps;
   spdlog::info("***** Running training *****");
   spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
-  spdlog::info("  Num Epochs = {}", run.epochs);
-  spdlog::info("  Instantaneous batch size per device = {}", run.batch);
-  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}",
-               run.batch * acc.world_size() * run.accum);
-  spdlog::info("  Gradient Accumulation steps = {}", run.accum);
-  spdlog::info("  Total optimization steps = {}", thousands(run.total_steps));
+  spdlog::info("  Num Epochs = {}", job.config.train.epochs);
+  spdlog::info("  Instantaneous batch size per device = {}", batch);
+  spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch * acc.world_size() * accum);
+  spdlog::info("  Gradient Accumulation steps = {}", accum);
+  spdlog::info("  Total optimization steps = {}", thousands(length.total_steps));
   spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
                thousands(job.total_parameters()));
   spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}), {} threads per process",
@@ -145,176 +82,6 @@ void log_resume(const std::string& from, int64_t epoch, int64_t step, int64_t sk
   spdlog::info("  Will skip the first {} batches in the first epoch", skip);
 }
 
-// An evaluation's metrics.jsonl line (eval_loss, the runtime figures and the metrics the recipe
-// asks for) and, in *shown, the console's {...} line.
-nlohmann::ordered_json eval_line(const EvalResult& r, const std::vector<std::string>& metrics, int64_t step,
-                                 double epoch, std::vector<std::pair<std::string, double>>* shown) {
-  nlohmann::ordered_json line;
-  for (const char* key : {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"}) {
-    bool wanted = std::string(key) != "eval_accuracy" && std::string(key) != "eval_top5";
-    for (auto& m : metrics) wanted |= "eval_" + m == key;
-    if (!wanted) continue;
-    shown->emplace_back(key, r.metrics.at(key));
-    line[key] = r.metrics.at(key);
-  }
-  line["eval_examples"] = r.examples;
-  line["epoch"] = epoch;
-  line["step"] = step;
-  shown->emplace_back("epoch", std::round(epoch * 100) / 100);
-  return line;
-}
-
-// This rank's figures since the last training log line.
-struct LogWindow {
-  Clock::time_point start = Clock::now();
-  double data_wait = 0;  // seconds spent waiting for batches
-  int64_t steps = 0, examples = 0;
-};
-
-// LoopSums kept on the device: a micro-batch adds its loss without a host read (on CUDA a read
-// waits for the GPU). The host copy is read back when a log line, a checkpoint or the end needs
-// it, and uploaded after a resume; the device adds the same doubles in the same order as the
-// host would, so the sums are the same to the bit.
-class DeviceLossSums {
- public:
-  DeviceLossSums(LoopSums& host, c10::Device device) : host_(host), device_(device) { upload(); }
-  void upload() {
-    values_ = at::tensor({host_.loss_since_log, double(host_.batches_since_log), host_.loss_total,
-                          double(host_.batches_total)}, at::kDouble).to(device_);
-    nonfinite_ = at::zeros({}, values_.options());
-  }
-  // A micro-batch's loss: a finite one joins the sums; a nan/inf one is remembered for the step's
-  // agreement when `stop_on_nonfinite` (fp32/bf16) and left out either way (fp16: GradScaler
-  // skips the step; as the Trainer's logging_nan_inf_filter, it stays out of the logged mean).
-  void add(const at::Tensor& loss, bool stop_on_nonfinite) {
-    at::Tensor l = loss.detach().to(at::kDouble), finite = at::isfinite(l);
-    at::Tensor counted = at::where(finite, l, at::zeros_like(l)), one = finite.to(at::kDouble);
-    values_ += at::stack({counted, one, counted, one});
-    if (stop_on_nonfinite) nonfinite_ = at::where(finite, nonfinite_, l);
-  }
-  // The last non-finite loss since the previous call (nan, inf or -inf; 0 if none) as a device
-  // scalar, and a fresh start.
-  at::Tensor take_nonfinite() {
-    at::Tensor loss = nonfinite_;
-    nonfinite_ = at::zeros({}, values_.options());
-    return loss;
-  }
-  LoopSums& read() {
-    at::Tensor v = values_.cpu();
-    auto a = v.accessor<double, 1>();
-    host_.loss_since_log = a[0], host_.batches_since_log = int64_t(a[1]);
-    host_.loss_total = a[2], host_.batches_total = int64_t(a[3]);
-    return host_;
-  }
-  void start_log_window() {
-    host_.loss_since_log = 0, host_.batches_since_log = 0;
-    values_.narrow(0, 0, 2).zero_();
-  }
-
- private:
-  LoopSums& host_;
-  c10::Device device_;
-  at::Tensor values_;     // loss_since_log, batches_since_log, loss_total, batches_total
-  at::Tensor nonfinite_;  // double scalar: the last nan/inf loss, or 0
-};
-
-// The training log line (console and metrics.jsonl), then a new window. Loss, throughput and
-// data wait are combined over ranks as the Trainer logs them: a collective, every rank calls it.
-void log_training(const Accelerator& acc, RunLog* log, double grad_norm, double lr, double epoch, int64_t step,
-                  double elapsed, DeviceLossSums& device_sums, LogWindow& window) {
-  const LoopSums& sums = device_sums.read();
-  double seconds = seconds_since(window.start);
-  at::Tensor t = acc.reduce_sum(at::tensor({sums.loss_since_log / double(sums.batches_since_log),
-                                            double(window.examples), window.data_wait}, at::kDouble));
-  auto v = t.accessor<double, 1>();
-  double mean = v[0] / double(acc.world_size());
-  spdlog::info("{}", python_dict({{"loss", std::round(mean * 1e4) / 1e4}, {"grad_norm", grad_norm},
-                                  {"learning_rate", lr}, {"epoch", std::round(epoch * 100) / 100}}));
-  if (log)
-    log->write({{"loss", mean},
-                {"grad_norm", grad_norm},
-                {"learning_rate", lr},
-                {"epoch", epoch},
-                {"step", step},
-                {"samples_per_second", v[1] / seconds},
-                {"step_time_s", seconds / double(window.steps)},
-                {"data_wait_s", v[2] / double(acc.world_size()) / double(window.steps)},
-                {"elapsed_s", elapsed}});
-  device_sums.start_log_window();
-  window = LogWindow();
-}
-
-// The global L2 norm of the gradients, as torch.nn.utils.clip_grad_norm_ computes (and the
-// Trainer logs as grad_norm): the norm of the per-parameter norms.
-double global_grad_norm(const std::vector<at::Tensor>& params) {
-  std::vector<at::Tensor> norms;
-  for (const auto& p : params)
-    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2));
-  return norms.empty() ? 0.0 : at::stack(norms).norm(2).item<double>();
-}
-
-// Optimizer and scheduler over the currently trainable parameters: one place, so that a
-// change of the freeze rules mid-run can build them again.
-struct Optimization {
-  std::shared_ptr<torch::optim::Optimizer> optimizer;
-  std::shared_ptr<Scheduler> scheduler;
-};
-
-Optimization build_optimization(const Job& job, int64_t total_steps, int64_t steps_per_epoch) {
-  Optimization o;
-  o.optimizer = build_optimizer(job);
-  o.scheduler = build_scheduler(job, *o.optimizer, total_steps, steps_per_epoch);
-  return o;
-}
-
-// The optimizer step that closes k micro-batches: gradients unscaled (fp16), clipped to
-// max_grad_norm (> 0) or, when `want_norm`, measured; returns their norm before clipping (0
-// when neither). GradScaler: an fp16 overflow skips the step, and (as Accelerate) the
-// scheduler's with it.
-double optimizer_step(Optimization& opt, LossScaler& scaler, const std::vector<at::Tensor>& trainable,
-                      double max_grad_norm, bool want_norm) {
-  scaler.unscale(trainable);  // clipping and grad_norm see true gradients
-  double grad_norm = 0;
-  if (max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
-  else if (want_norm) grad_norm = global_grad_norm(trainable);
-  if (!scaler.step_skipped()) {
-    opt.optimizer->step();
-    opt.scheduler->step();
-  }
-  scaler.update();
-  opt.optimizer->zero_grad();
-  return grad_norm;
-}
-
-// What the ranks agree on before each optimizer step: a rank whose loss was not finite since
-// the last step (the step is not taken; every rank stops, naming it) and a stop signal on any
-// rank (every rank stops after this same step). One small allreduce per step.
-struct StepAgreement {
-  int64_t nonfinite_rank = -1;  // lowest such rank, -1 if none
-  double nonfinite_value = 0;   // its loss (nan, inf or -inf)
-  int stop_signal = 0;          // SIGINT if any rank was interrupted, else SIGUSR1 if pre-empted, else 0
-};
-
-StepAgreement agree_on_step(const Accelerator& acc, const at::Tensor& nonfinite_loss, int signal) {
-  const int64_t world = acc.world_size();
-  // [interrupted, pre-empted, then per rank its nan/inf loss or 0], built on the device; each
-  // rank's slot is 0 on every other rank, so the sum carries the value itself.
-  at::Tensor mine = at::zeros({2 + world}, nonfinite_loss.options());
-  mine[0] = double(signal && signal != SIGUSR1);
-  mine[1] = double(signal == SIGUSR1);
-  mine[2 + acc.rank()] = nonfinite_loss;
-  // The one host read of the step (a collective anyway when distributed).
-  at::Tensor all = acc.world().distributed() ? acc.reduce_sum(mine) : mine.cpu();
-  auto a = all.accessor<double, 1>();
-  StepAgreement out;
-  out.stop_signal = a[0] > 0 ? SIGINT : a[1] > 0 ? SIGUSR1 : 0;
-  for (int64_t r = 0; r < world && out.nonfinite_rank < 0; ++r)
-    if (!std::isfinite(a[2 + r])) out.nonfinite_rank = r, out.nonfinite_value = a[2 + r];
-  return out;
-}
-
-std::string loss_text(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
-
 }  // namespace
 
 AcceleratorOptions accelerator_options(const Job& job) {
@@ -325,274 +92,246 @@ AcceleratorOptions accelerator_options(const Job& job) {
   return o;
 }
 
-EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
-                    bool keep_predictions) {
-  auto start = Clock::now();
-  torch::NoGradGuard no_grad;
-  model.eval();
-  // Sums, not means, so ranks with shards of different sizes combine exactly; kept on the device
-  // (loss x n, correct, top-5, n) so a batch costs no wait for the device.
-  at::Tensor sums = at::zeros({4}, at::TensorOptions().dtype(at::kDouble).device(acc.device()));
-  EvalResult r;
-  loader.start_epoch(0);
-  while (auto batch = loader.next()) {
-    at::Tensor x = batch->inputs.to(acc.device()), y = batch->targets.to(acc.device());
-    at::Tensor out;
-    {
-      Autocast autocast(job.precision, acc.device());
-      out = model.forward(x);
-    }
-    out = out.to(at::kFloat);
-    double n = double(y.size(0));
-    int64_t k = std::min<int64_t>(5, out.size(1));
-    at::Tensor ranked = std::get<1>(out.topk(k, 1));
-    sums += at::stack({loss(out, y, model.outputs_log_probs()).to(at::kDouble) * n,
-                       out.argmax(1).eq(y).sum().to(at::kDouble), ranked.eq(y.unsqueeze(1)).any(1).sum().to(at::kDouble),
-                       at::scalar_tensor(n, sums.options())});
-    if (keep_predictions) {
-      at::Tensor yc = y.cpu().contiguous(), rc = ranked.cpu().contiguous();
-      const int64_t* t = yc.data_ptr<int64_t>();
-      const int64_t* top = rc.data_ptr<int64_t>();
-      r.targets.insert(r.targets.end(), t, t + yc.size(0));
-      for (int64_t i = 0; i < yc.size(0); ++i) r.ranked.emplace_back(top + i * k, top + (i + 1) * k);
-    }
-  }
-  at::Tensor totals = acc.reduce_sum(sums);
-  auto t = totals.accessor<double, 1>();
-  double runtime = seconds_since(start);
-  r.examples = int64_t(t[3]);
-  r.metrics["eval_loss"] = t[3] > 0 ? t[0] / t[3] : NAN;
-  r.metrics["eval_accuracy"] = t[3] > 0 ? t[1] / t[3] : NAN;
-  r.metrics["eval_top5"] = t[3] > 0 ? t[2] / t[3] : NAN;
-  r.metrics["eval_runtime"] = runtime;
-  r.metrics["eval_samples_per_second"] = t[3] / runtime;
-  return r;
+LoaderOptions loader_options(const Job& job, bool train) {
+  const DataConfig& data = job.config.data;
+  LoaderOptions o;
+  o.batch_size = train ? data.batch_size : data.eval_batch_size;
+  o.workers = data.workers;
+  o.skip_bad_files = data.skip_bad_files;
+  o.shard.shuffle = train;
+  o.shard.pad = train;
+  o.shard.seed = job.config.seed;
+  return o;
 }
 
-EvalResult train(Job& job, const WorldInfo& world) {
-  const TrainConfig& tcfg = job.config.train;
+Trainer::Trainer(Job& job, const WorldInfo& world, std::vector<std::shared_ptr<Callback>> callbacks)
+    : job_(job), world_(world), callbacks_(std::move(callbacks)), scaler_(job.precision == "fp16") {
   at::set_num_threads(int(job.threads));
-  Accelerator acc(world, accelerator_options(job));
-  const bool main_process = acc.is_main_process();
-  StopSignal stop_signal;
-  const fs::path dir = prepare_run_folder(job, acc);
-  Checkpoints checkpoints(job.config.output, acc);
-  const CheckpointOptions& copts = checkpoints.options();
-  // Rank 0's choice for every rank (resuming across nodes needs output.dir on a shared file
-  // system, as the Trainer's does).
-  std::optional<std::string> resume_from = checkpoints.resume_point();
-
-  auto ddp = acc.prepare(job.model);
-  DataLoader train_loader(job.data.train, job.train_transforms, acc.prepare(loader_options(job, true), true));
-  DataLoader eval_loader(job.data.eval, job.eval_transforms, acc.prepare(loader_options(job, false), false));
-  const int64_t epochs = tcfg.epochs;
-  const int64_t accum = tcfg.grad_accum_steps;
-  const double max_grad_norm = tcfg.max_grad_norm;
+  acc_ = std::make_unique<Accelerator>(world, accelerator_options(job));
+  prepare_run_folder(job, *acc_);
+  ddp_ = acc_->prepare(job.model);
+  train_loader_ = std::make_unique<DataLoader>(job.data.train, job.train_transforms,
+                                               acc_->prepare(loader_options(job, true), true));
+  eval_loader_ = std::make_unique<DataLoader>(job.data.eval, job.eval_transforms,
+                                              acc_->prepare(loader_options(job, false), false));
   // The same count `trainrun check` and the preflight print (the loader's shard agrees with it).
-  const RunLength length = run_length(job, acc.world_size());
-  const int64_t batches_per_epoch = length.batches_per_epoch;
-  const int64_t steps_per_epoch = length.steps_per_epoch;
-  const int64_t total_steps = length.total_steps;
-  if (train_loader.batches_per_epoch() != batches_per_epoch)
-    throw TrainingError("internal: the loader has " + std::to_string(train_loader.batches_per_epoch()) +
-                        " batches per epoch, the run length says " + std::to_string(batches_per_epoch));
-  const int64_t batch = job.config.data.batch_size;
-  Optimization opt = build_optimization(job, total_steps, steps_per_epoch);
-  const int64_t log_every = tcfg.log_every_steps;
-  const std::string& eval_every = tcfg.eval_every;
-  const int64_t eval_steps = tcfg.eval_steps;
+  length_ = run_length(job, acc_->world_size());
+  if (train_loader_->batches_per_epoch() != length_.batches_per_epoch)
+    throw TrainingError("internal: the loader has " + std::to_string(train_loader_->batches_per_epoch()) +
+                        " batches per epoch, the run length says " + std::to_string(length_.batches_per_epoch));
+  opt_ = build_optimization(job, length_.total_steps, length_.steps_per_epoch);
   // Dropout and other in-model randomness: the same seed on every rank, as a PyTorch script
   // that calls torch.manual_seed(seed) before training.
   torch::manual_seed(job.config.seed);
-  LossScaler scaler(job.precision == "fp16");
-  const bool bn_eval = tcfg.bn_eval;
-  std::vector<at::Tensor> trainable;
-  for (auto& [_, p] : job.trainable()) trainable.push_back(p);
-  TrainingParts parts{ddp->module(), *opt.optimizer, *opt.scheduler, scaler};
+  refresh_trainable();
+  fire([&](Callback& c) { c.on_init_end(*this); });
+}
 
-  // Gradual unfreezing (freeze[].from_epoch, train.unfreeze_at_epoch): parameters that start
-  // training at an epoch join the running optimizer as torch's add_param_group does, and DDP's
-  // reducer is rebuilt over the new set of trainable parameters.
-  auto unfreeze = [&](int64_t epoch, bool resuming) {
-    if (!freeze_changes_at(job, epoch)) return;
-    NamedParameters added = apply_freeze_schedule(job, epoch);
-    if (added.empty()) return;
-    add_param_groups(job, *opt.optimizer, added);
-    opt.scheduler->set_steps_done(opt.scheduler->steps_done());  // the new groups' lr for this step
-    trainable.clear();
-    for (auto& [_, p] : job.trainable()) trainable.push_back(p);
-    ddp.reset();  // the old reducer's autograd hooks go before the new reducer's come
-    ddp = acc.prepare(job.model);
-    if (!resuming)
-      spdlog::info("  Epoch {}: unfreezing {} parameter tensors ({} of {} parameters now train)", epoch, added.size(),
-                   thousands(job.trainable_parameters()), thousands(job.total_parameters()));
-  };
+Trainer::~Trainer() = default;
 
-  TrainerState state;
-  LoopSums sums;
-  if (resume_from) {
-    // The optimizer needs the parameter groups it had when saved before its state loads.
-    const int64_t saved_epoch = read_trainer_state(*resume_from).epoch_index;
-    for (int64_t e = 1; e <= saved_epoch; ++e) unfreeze(e, /*resuming=*/true);
-    state = checkpoints.load(*resume_from, parts, sums);
+Classifier& Trainer::model() { return ddp_->module(); }
+
+TrainingParts Trainer::parts() { return TrainingParts{ddp_->module(), *opt_.optimizer, *opt_.scheduler, scaler_}; }
+
+const LoopSums& Trainer::loop_sums() { return device_sums_->read(); }
+
+at::Tensor Trainer::take_nonfinite_loss() { return device_sums_->take_nonfinite(); }
+
+void Trainer::refresh_trainable() {
+  trainable_.clear();
+  for (auto& [_, p] : job_.trainable()) trainable_.push_back(p);
+}
+
+void Trainer::add_trainable(const NamedParameters& params) {
+  add_param_groups(job_, *opt_.optimizer, params);
+  opt_.scheduler->set_steps_done(opt_.scheduler->steps_done());  // the new groups' lr for this step
+  refresh_trainable();
+  ddp_.reset();  // the old reducer's autograd hooks go before the new reducer's come
+  ddp_ = acc_->prepare(job_.model);
+}
+
+// Rank 0's choice of checkpoint for every rank (resuming across nodes needs output.dir on a
+// shared file system, as the Trainer's does).
+void Trainer::resume() {
+  resumed_from_ = resume_point(job_.config.output, *acc_);
+  if (resumed_from_) {
+    const TrainerState saved = read_trainer_state(*resumed_from_);
+    fire([&](Callback& c) { c.on_resume(*this, saved); });
+    state_ = load_checkpoint(*resumed_from_, parts(), sums_, *acc_);
   }
-  DeviceLossSums device_sums(sums, acc.device());
-  state.max_steps = total_steps;
-  state.num_train_epochs = epochs;
-  state.logging_steps = log_every;
-  state.eval_steps = eval_steps;
-  state.save_steps = copts.save_steps();
-  state.train_batch_size = batch;
-  std::optional<RunLog> log;
-  if (main_process) log.emplace(dir.string(), state.log_history, resume_from ? state.global_step : -1);
+  device_sums_ = std::make_unique<DeviceLossSums>(sums_, acc_->device());
+  const TrainConfig& t = job_.config.train;
+  state_.max_steps = length_.total_steps;
+  state_.num_train_epochs = t.epochs;
+  state_.logging_steps = t.log_every_steps;
+  state_.eval_steps = t.eval_steps;
+  state_.save_steps = job_.config.output.save_steps();
+  state_.train_batch_size = job_.config.data.batch_size;
+}
 
-  log_banner(job, world, acc, {epochs, batch, accum, total_steps});
-  int64_t step = state.global_step;
-  int64_t first_epoch = state.epoch_index, skip = state.batches_in_epoch;
-  if (skip >= batches_per_epoch) ++first_epoch, skip = 0;
-  if (resume_from) log_resume(*resume_from, first_epoch, step, skip);
+EvalResult Trainer::train() {
+  resume();
+  log_banner(job_, world_, *acc_, length_);
+  int64_t first_epoch = state_.epoch_index, skip = state_.batches_in_epoch;
+  if (skip >= length_.batches_per_epoch) ++first_epoch, skip = 0;
+  if (resumed_from_) log_resume(*resumed_from_, first_epoch, state_.global_step, skip);
+  fire([&](Callback& c) { c.on_train_begin(*this, control_); });
+  start_ = Clock::now();
+  window_ = LogWindow();
+  first_step_ = state_.global_step;
+  opt_.optimizer->zero_grad();
+  for (int64_t epoch = first_epoch; epoch < job_.config.train.epochs && !control_.should_training_stop; ++epoch)
+    run_epoch(epoch, epoch == first_epoch ? skip : 0);
+  fire([&](Callback& c) { c.on_loop_end(*this, control_); });
+  if (control_.should_evaluate) evaluate_now();
+  if (control_.should_save) save_now();
+  fire([&](Callback& c) { c.on_train_end(*this, control_); });
+  return finish();
+}
 
-  Progress progress(total_steps, step, main_process);
-  std::optional<nlohmann::json> unsaved_eval;  // the evaluation the next checkpoint is judged by
-  auto run_eval = [&](int64_t at_step, double epoch) {
-    EvalResult r = evaluate(ddp->module(), eval_loader, *job.loss, job, acc);
-    std::vector<std::pair<std::string, double>> shown;
-    nlohmann::ordered_json line = eval_line(r, tcfg.metrics, at_step, epoch, &shown);
-    progress.clear();
-    spdlog::info("{}", python_dict(shown));
-    if (log) log->write(line);
-    unsaved_eval = line;
-    ddp->module().train();
-    if (bn_eval) freeze_batchnorm_statistics(ddp->module());
-    return r;
-  };
+void Trainer::set_train_mode() {
+  ddp_->module().train();
+  if (job_.config.train.bn_eval) freeze_batchnorm_statistics(ddp_->module());
+}
 
-  int64_t last_saved = resume_from ? step : -1;
-  auto save = [&](int64_t epoch, int64_t micro) {
-    if (!copts.enabled() || last_saved == step) return;
-    state.global_step = step;
-    state.epoch = double(epoch) + double(micro) / double(batches_per_epoch);
-    state.epoch_index = epoch;
-    state.batches_in_epoch = micro;
-    if (log) state.log_history = log->history();
-    auto began = Clock::now();
-    std::string folder = checkpoints.save(parts, state, device_sums.read(), unsaved_eval);
-    unsaved_eval.reset();
-    last_saved = step;
-    progress.clear();
-    if (main_process) spdlog::info("Saving model checkpoint to {} ({:.2f} s)", folder, seconds_since(began));
-  };
-  // Set when the ranks agreed to stop after the current step (agree_on_step).
-  int stop_after_step = 0;
-  auto interrupt = [&](int64_t epoch, int64_t micro) {
-    save(epoch, micro);
-    // Every rank exits only once rank 0 has written the checkpoint: launchers that end a job at
-    // its first non-zero exit (mpirun, torchrun, srun --kill-on-bad-exit) would cut the save.
-    acc.wait_for_everyone();
-    progress.close();
-    throw TrainingInterrupted("interrupted (" + std::string(strsignal(stop_after_step)) + ") at step " +
-                                  std::to_string(step) + (copts.enabled() ? "; checkpoint saved" : ""),
-                              exit_code_for_stop(stop_after_step));
-  };
-  const int64_t save_steps = copts.save_steps();
-
-  // EvalResult of the last evaluation; true when the loop's last step was evaluated.
-  EvalResult last_eval;
-  bool evaluated_at_end = false;
-  for (auto& l : state.log_history)
-    if (l.contains("eval_loss") && l.value("step", int64_t(-1)) == step) evaluated_at_end = true;
-  auto start = Clock::now();
-  LogWindow window;
-  int64_t session_examples = 0;
-  const int64_t first_step = step;
-  opt.optimizer->zero_grad();
-  for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
-    unfreeze(epoch, /*resuming=*/false);
-    ddp->module().train();
-    if (bn_eval) freeze_batchnorm_statistics(ddp->module());
-    int64_t micro = epoch == first_epoch ? skip : 0;
-    train_loader.start_epoch(epoch, micro);
-    for (;;) {
-      auto wait_start = Clock::now();
-      auto b = train_loader.next();
-      window.data_wait += seconds_since(wait_start);
-      if (!b) break;
-      // Accumulation micro-steps skip DDP's gradient sync (no_sync); the last batch of an
-      // epoch closes a partial group, as the Trainer does.
-      bool closes_step = ++micro % accum == 0 || micro == batches_per_epoch;
-      ddp->set_gradient_sync(closes_step);
-      at::Tensor x = b->inputs.to(acc.device()), y = b->targets.to(acc.device());
-      at::Tensor out;
-      {
-        Autocast autocast(job.precision, acc.device());
-        out = ddp->forward(x);
-      }
-      at::Tensor loss = (*job.loss)(out.to(at::kFloat), y, ddp->module().outputs_log_probs());
-      acc.backward(scaler.scale(accum > 1 ? loss / double(accum) : loss));  // mean over the k micro-batches
-      window.examples += y.size(0), session_examples += y.size(0);
-      device_sums.add(loss, /*stop_on_nonfinite=*/!scaler.enabled());
-      if (!closes_step) continue;
-      StepAgreement agreed =
-          agree_on_step(acc, device_sums.take_nonfinite(), stop_signal.raised(step + 1, main_process));
-      if (agreed.nonfinite_rank >= 0)
-        throw WorldFailure("step " + std::to_string(step + 1) + ": loss is " + loss_text(agreed.nonfinite_value) +
-                           " on rank " + std::to_string(agreed.nonfinite_rank) +
-                           "; every rank stopped before the optimizer step (lower the learning rate or check the "
-                           "data); checkpoints saved before it are kept");
-      stop_after_step = agreed.stop_signal;
-      bool logging = (step + 1) % log_every == 0;
-      double grad_norm = optimizer_step(opt, scaler, trainable, max_grad_norm, logging);
-      ++step, ++window.steps;
-      evaluated_at_end = false;
-      progress.update(step);
-      double epoch_f = double(step) / double(steps_per_epoch);
-      if (logging) {
-        progress.clear();
-        log_training(acc, log ? &*log : nullptr, grad_norm, current_lr(*opt.optimizer), epoch_f, step,
-                     seconds_since(start), device_sums, window);
-      }
-      if (eval_steps > 0 && step % eval_steps == 0) {
-        last_eval = run_eval(step, epoch_f);
-        evaluated_at_end = true;
-      }
-      // The step that ends an epoch is saved (and stopped at) after the epoch's evaluation.
-      if (micro == batches_per_epoch) continue;
-      if (save_steps > 0 && step % save_steps == 0) save(epoch, micro);
-      if (stop_after_step) interrupt(epoch, micro);
-    }
-    if (eval_every == "epoch") {
-      last_eval = run_eval(step, double(epoch + 1));
-      evaluated_at_end = true;
-    }
-    if (copts.save_every == "epoch" || (save_steps > 0 && step % save_steps == 0)) save(epoch, batches_per_epoch);
-    if (stop_after_step) interrupt(epoch, batches_per_epoch);
+void Trainer::run_epoch(int64_t epoch, int64_t skip) {
+  state_.epoch_index = epoch;
+  state_.batches_in_epoch = skip;
+  fire([&](Callback& c) { c.on_epoch_begin(*this, control_); });
+  set_train_mode();
+  train_loader_->start_epoch(epoch, skip);
+  for (;;) {
+    auto wait_start = Clock::now();
+    auto batch = train_loader_->next();
+    window_.data_wait += seconds_since(wait_start);
+    if (!batch) break;
+    if (!forward_backward(*batch)) continue;
+    const bool ends_epoch = state_.batches_in_epoch == length_.batches_per_epoch;
+    step(ends_epoch);
+    if (control_.should_training_stop && !ends_epoch) return;  // an early stop
   }
-  if (!evaluated_at_end && eval_every != "never") last_eval = run_eval(step, double(epochs));
-  save(epochs - 1, batches_per_epoch);
-  progress.close();
+  end_epoch();
+}
 
-  double runtime = seconds_since(start);
-  double samples = acc.reduce_sum(at::scalar_tensor(double(session_examples), at::kDouble)).item<double>();
-  // The mean loss over every micro-batch of the run (resumed ones too), then over ranks.
-  device_sums.read();
-  double train_loss = acc.mean(sums.loss_total / double(std::max<int64_t>(sums.batches_total, 1)));
-  acc.wait_for_everyone();
-  if (!main_process) return last_eval;
-  save_safetensors((dir / "model.safetensors").string(), state_dict(ddp->module()));
+bool Trainer::forward_backward(const Batch& batch) {
+  const int64_t accum = job_.config.train.grad_accum_steps;
+  const int64_t micro = ++state_.batches_in_epoch;
+  // Accumulation micro-steps skip DDP's gradient sync (no_sync); the last batch of an epoch
+  // closes a partial group, as the Trainer does.
+  const bool closes_step = micro % accum == 0 || micro == length_.batches_per_epoch;
+  ddp_->set_gradient_sync(closes_step);
+  at::Tensor x = batch.inputs.to(acc_->device()), y = batch.targets.to(acc_->device());
+  at::Tensor out;
+  {
+    Autocast autocast(job_.precision, acc_->device());
+    out = ddp_->forward(x);
+  }
+  at::Tensor loss = (*job_.loss)(out.to(at::kFloat), y, ddp_->module().outputs_log_probs());
+  acc_->backward(scaler_.scale(accum > 1 ? loss / double(accum) : loss));  // mean over the k micro-batches
+  window_.examples += y.size(0), session_examples_ += y.size(0);
+  device_sums_->add(loss, /*stop_on_nonfinite=*/!scaler_.enabled());
+  return closes_step;
+}
+
+// The optimizer step and what callbacks ask after it. The step that ends an epoch is saved (and
+// stopped at) after the epoch's evaluation.
+void Trainer::step(bool ends_epoch) {
+  fire([&](Callback& c) { c.on_pre_optimizer_step(*this, control_); });
+  double grad_norm = optimizer_step(opt_, scaler_, trainable_, job_.config.train.max_grad_norm, control_.should_log);
+  ++state_.global_step, ++window_.steps;
+  fire([&](Callback& c) { c.on_step_end(*this, control_); });
+  if (control_.should_log) log_training(grad_norm);
+  if (control_.should_evaluate) evaluate_now();
+  if (ends_epoch) return;
+  if (control_.should_save) save_now();
+  if (control_.should_training_stop && control_.stop_exit_code) stop_now();
+}
+
+void Trainer::end_epoch() {
+  fire([&](Callback& c) { c.on_epoch_end(*this, control_); });
+  if (control_.should_evaluate) evaluate_now();
+  if (control_.should_save) save_now();
+  if (control_.should_training_stop && control_.stop_exit_code) stop_now();
+}
+
+void Trainer::log(const nlohmann::ordered_json& line) {
+  state_.log_history.push_back(line);
+  fire([&](Callback& c) { c.on_log(*this, line); });
+}
+
+// The training log line, then a new window. Loss, throughput and data wait are combined over
+// ranks as the Trainer logs them: a collective, every rank calls it.
+void Trainer::log_training(double grad_norm) {
+  control_.should_log = false;
+  const LoopSums& sums = device_sums_->read();
+  double seconds = seconds_since(window_.start);
+  at::Tensor t = acc_->reduce_sum(at::tensor({sums.loss_since_log / double(sums.batches_since_log),
+                                              double(window_.examples), window_.data_wait}, at::kDouble));
+  auto v = t.accessor<double, 1>();
+  const double world = double(acc_->world_size());
+  log({{"loss", v[0] / world},
+       {"grad_norm", grad_norm},
+       {"learning_rate", current_lr(*opt_.optimizer)},
+       {"epoch", epoch_progress()},
+       {"step", state_.global_step},
+       {"samples_per_second", v[1] / seconds},
+       {"step_time_s", seconds / double(window_.steps)},
+       {"data_wait_s", v[2] / world / double(window_.steps)},
+       {"elapsed_s", seconds_since(start_)}});
+  device_sums_->start_log_window();
+  window_ = LogWindow();
+}
+
+void Trainer::evaluate_now() {
+  control_.should_evaluate = false;
+  last_eval_ = evaluate(ddp_->module(), *eval_loader_, *job_.loss, job_, *acc_);
+  nlohmann::ordered_json line = eval_line(last_eval_, job_.config.train.metrics, state_.global_step, epoch_progress());
+  log(line);
+  fire([&](Callback& c) { c.on_evaluate(*this, control_, last_eval_, line); });
+  set_train_mode();
+}
+
+void Trainer::save_now() {
+  control_.should_save = false;
+  fire([&](Callback& c) { c.on_save(*this, control_); });
+}
+
+// Every rank exits only once rank 0 has written the checkpoint: launchers that end a job at its
+// first non-zero exit (mpirun, torchrun, srun --kill-on-bad-exit) would cut the save.
+void Trainer::stop_now() {
+  acc_->wait_for_everyone();
+  fire([&](Callback& c) { c.on_train_end(*this, control_); });
+  const int64_t step = state_.global_step;
+  throw TrainingInterrupted(control_.stop_reason + " at step " + std::to_string(step) +
+                                (checkpoint_step_ == step ? "; checkpoint saved" : ""),
+                            control_.stop_exit_code);
+}
+
+// The summary (the mean loss over every micro-batch of the run, resumed ones too, then over
+// ranks) and model.safetensors.
+EvalResult Trainer::finish() {
+  double runtime = seconds_since(start_);
+  double samples = acc_->reduce_sum(at::scalar_tensor(double(session_examples_), at::kDouble)).item<double>();
+  device_sums_->read();
+  double train_loss = acc_->mean(sums_.loss_total / double(std::max<int64_t>(sums_.batches_total, 1)));
+  acc_->wait_for_everyone();
+  if (!acc_->is_main_process()) return last_eval_;
+  const std::string weights = (fs::path(output_dir()) / "model.safetensors").string();
+  save_safetensors(weights, state_dict(ddp_->module()));
   spdlog::info("\n\nTraining completed.\n");
-  spdlog::info("{}", python_dict({{"train_runtime", std::round(runtime * 1e4) / 1e4},
-                                  {"train_samples_per_second", std::round(samples / runtime * 1e3) / 1e3},
-                                  {"train_steps_per_second", std::round(double(step - first_step) / runtime * 1e3) / 1e3},
-                                  {"train_loss", train_loss},
-                                  {"epoch", double(epochs)}}));
-  log->write({{"train_runtime", runtime},
-              {"train_samples_per_second", samples / runtime},
-              {"train_steps_per_second", double(step - first_step) / runtime},
-              {"train_loss", train_loss},
-              {"epoch", double(epochs)},
-              {"step", step}});
-  spdlog::info("Saved {}", (dir / "model.safetensors").string());
-  return last_eval;
+  log({{"train_runtime", runtime},
+       {"train_samples_per_second", samples / runtime},
+       {"train_steps_per_second", double(state_.global_step - first_step_) / runtime},
+       {"train_loss", train_loss},
+       {"epoch", epoch_progress()},
+       {"step", state_.global_step}});
+  spdlog::info("Saved {}", weights);
+  return last_eval_;
+}
+
+EvalResult train(Job& job, const WorldInfo& world) {
+  Trainer trainer(job, world, all_callbacks(job));
+  return trainer.train();
 }
 
 }  // namespace trainrun

@@ -1,0 +1,71 @@
+// `trainrun check RECIPE.yaml [--schedule]`: validate, build model and data, print what a run
+// would do (or its learning-rate schedule) without training.
+#include "runner/cli/commands.h"
+#include "runner/logging/logging.h"
+#include "runner/recipe/preflight.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace trainrun::cli {
+namespace {
+
+std::string class_counts(const Dataset& d, const std::vector<std::string>& classes) {
+  std::vector<int64_t> counts(classes.size(), 0);
+  for (std::size_t i = 0; i < d.size(); ++i) ++counts.at(std::size_t(d.label(i)));
+  std::string s;
+  for (std::size_t c = 0; c < classes.size(); ++c) s += (c ? ", " : "") + classes[c] + ": " + std::to_string(counts[c]);
+  return s;
+}
+
+// `check --schedule`: line `step lr [momentum]` is the state after `step` optimizer steps
+// (torch's get_last_lr() after that many scheduler.step() calls; step 0 is what the first
+// optimizer step uses), so the pairs match metrics.jsonl's step / learning_rate.
+void print_schedule(const Job& job, torch::optim::Optimizer& optimizer, Scheduler& scheduler, int64_t total) {
+  bool momentum = scheduler.cycles_momentum();
+  std::cout << "# " << job.config.scheduler << ": step lr"
+            << (momentum ? " momentum" : "") << "\n";
+  for (int64_t s = 0; s <= total; ++s) {
+    if (s > 0) scheduler.step();
+    std::cout << fmt::format("{} {:.17g}", s, current_lr(optimizer));
+    if (momentum) std::cout << fmt::format(" {:.17g}", current_momentum(optimizer).value());
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+int cmd_check(const std::vector<std::string>& args, bool schedule) {
+  Job job = load_job(args);
+  const RunConfig& c = job.config;
+  int64_t batch = c.data.batch_size, accum = c.train.grad_accum_steps;
+  int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes, world = c.world.world_size();
+  // What a run checks before it starts: optimizer, scheduler, one example through each pipeline.
+  RunLength length = preflight(job, world);
+  const int64_t steps = length.steps_per_epoch, total = length.total_steps;
+  if (schedule) {
+    auto optimizer = build_optimizer(job);
+    auto scheduler = build_scheduler(job, *optimizer, total, steps);
+    print_schedule(job, *optimizer, *scheduler, total);
+    return 0;
+  }
+  std::cout << "# resolved recipe (" << job.recipe.file << ")\n" << job.recipe.dump() << "\n";
+  std::cout << "model: " << c.model << ", " << thousands(job.total_parameters())
+            << " parameters, " << thousands(job.trainable_parameters()) << " trainable\n";
+  std::cout << "data: " << c.dataset << ", " << job.data.classes.size()
+            << " classes, " << thousands(int64_t(job.data.train->size())) << " train / "
+            << thousands(int64_t(job.data.eval->size())) << " " << job.data.eval_split_name << " examples\n";
+  std::cout << "  train class counts: " << class_counts(*job.data.train, job.data.classes) << "\n";
+  std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts(*job.data.eval, job.data.classes)
+            << "\n";
+  std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"
+            << (world > 1 ? "es" : "") << (accum > 1 ? " x " + std::to_string(accum) + " accumulated" : "") << "), total " << total << " optimizer steps\n";
+  std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
+            << (nproc > 1 ? "es" : "") << ", backend " << c.world.backend << ", " << job.threads
+            << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
+  for (auto& note : job.notes) std::cout << "note: " << note << "\n";
+  return 0;
+}
+
+}  // namespace trainrun::cli

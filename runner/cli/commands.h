@@ -1,0 +1,37 @@
+// runner/cli/ is the trainrun binary: main.cpp parses the command line and maps errors to exit
+// codes; each command lives in its own file (train, check, eval, predict, catalog = list/describe).
+#pragma once
+
+#include "runner/recipe/job.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainrun::cli {
+
+// Splits `RECIPE.yaml key=value ...` into the recipe and its overrides.
+std::pair<std::string, std::vector<std::string>> recipe_args(const std::vector<std::string>& args);
+Job load_job(const std::vector<std::string>& args);
+
+// The weights file of `--checkpoint`: a .safetensors file, or a folder holding model.safetensors.
+std::string weights_file(const std::string& checkpoint);
+
+// What the exit-code mapping needs from a training run: once it has started, a data or weights
+// error is exit 1 rather than 2; the rank prefixes the message.
+struct TrainState {
+  bool started = false;
+  int64_t rank = 0;
+};
+
+// `trainrun RECIPE.yaml [overrides]`; `argv` relaunches us as the workers.
+int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state);
+int cmd_check(const std::vector<std::string>& args, bool schedule);
+int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint);
+// `args` is `RECIPE [overrides] [IMAGE...]`; `images` are those given with --images.
+int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,
+                const std::vector<std::string>& images);
+int cmd_list(const std::string& kind);
+int cmd_describe(const std::string& what);
+
+}  // namespace trainrun::cli

@@ -1,0 +1,95 @@
+#include "runner/io/trainer_state.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace trainrun {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path.string() + ": cannot read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+json read_json(const fs::path& path) {
+  try {
+    return json::parse(read_text(path));
+  } catch (const json::exception& e) {
+    throw CheckpointError(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+ordered_json TrainerState::to_json() const {
+  ordered_json j;
+  j["best_metric"] = best_metric ? ordered_json(*best_metric) : ordered_json(nullptr);
+  j["best_model_checkpoint"] = best_model_checkpoint.empty() ? ordered_json(nullptr) : ordered_json(best_model_checkpoint);
+  j["epoch"] = epoch;
+  j["eval_steps"] = eval_steps;
+  j["global_step"] = global_step;
+  j["is_hyper_param_search"] = false;
+  j["is_local_process_zero"] = true;
+  j["is_world_process_zero"] = true;
+  j["log_history"] = log_history;
+  j["logging_steps"] = logging_steps;
+  j["max_steps"] = max_steps;
+  j["num_train_epochs"] = num_train_epochs;
+  j["save_steps"] = save_steps;
+  j["total_flos"] = 0;
+  j["train_batch_size"] = train_batch_size;
+  j["trial_name"] = nullptr;
+  j["trial_params"] = nullptr;
+  ordered_json ours{{"epoch_index", epoch_index}, {"batches_in_epoch", batches_in_epoch}, {"world_size", world_size}};
+  ours["ranks"] = ordered_json::array();
+  for (auto& r : ranks)
+    ours["ranks"].push_back({{"loss_since_log", r.loss_since_log},
+                             {"batches_since_log", r.batches_since_log},
+                             {"loss_total", r.loss_total},
+                             {"batches_total", r.batches_total}});
+  j["trainrun"] = ours;
+  return j;
+}
+
+TrainerState TrainerState::from_json(const json& j) {
+  TrainerState s;
+  try {
+    s.global_step = j.at("global_step").get<int64_t>();
+    s.epoch = j.at("epoch").get<double>();
+    s.max_steps = j.value("max_steps", int64_t(0));
+    s.num_train_epochs = j.value("num_train_epochs", int64_t(0));
+    s.logging_steps = j.value("logging_steps", int64_t(0));
+    s.eval_steps = j.value("eval_steps", int64_t(0));
+    s.save_steps = j.value("save_steps", int64_t(0));
+    s.train_batch_size = j.value("train_batch_size", int64_t(0));
+    if (j.contains("best_metric") && !j["best_metric"].is_null()) s.best_metric = j["best_metric"].get<double>();
+    if (j.contains("best_model_checkpoint") && !j["best_model_checkpoint"].is_null())
+      s.best_model_checkpoint = j["best_model_checkpoint"].get<std::string>();
+    if (j.contains("log_history")) s.log_history = ordered_json(j["log_history"]);
+    const json& ours = j.at("trainrun");
+    s.epoch_index = ours.at("epoch_index").get<int64_t>();
+    s.batches_in_epoch = ours.at("batches_in_epoch").get<int64_t>();
+    s.world_size = ours.at("world_size").get<int64_t>();
+    for (auto& r : ours.at("ranks"))
+      s.ranks.push_back({r.at("loss_since_log").get<double>(), r.at("batches_since_log").get<int64_t>(),
+                         r.at("loss_total").get<double>(), r.at("batches_total").get<int64_t>()});
+  } catch (const json::exception& e) {
+    throw CheckpointError(std::string(kStateFile) + ": " + e.what());
+  }
+  return s;
+}
+
+TrainerState read_trainer_state(const std::string& folder) {
+  return TrainerState::from_json(read_json(fs::path(folder) / kStateFile));
+}
+
+}  // namespace trainrun

@@ -1,0 +1,58 @@
+// trainer_state.json (the Hugging Face Trainer's TrainerState, plus what trainrun needs to continue
+// exactly) and the per-rank loss sums the loop carries in it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trainrun {
+
+constexpr const char* kStateFile = "trainer_state.json";
+
+// A checkpoint that cannot be written (full disk, unwritable folder) or read: exit code 1.
+// Older checkpoints are left as they were.
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Per-rank sums the loop carries between log lines and to the end-of-training summary.
+struct LoopSums {
+  double loss_since_log = 0;
+  int64_t batches_since_log = 0;
+  double loss_total = 0;
+  int64_t batches_total = 0;
+};
+
+// trainer_state.json: the Trainer's field names, plus what trainrun needs to continue exactly
+// (`trainrun`: the epoch in progress, the micro-batches of it already consumed, every rank's
+// loop sums).
+struct TrainerState {
+  int64_t global_step = 0;
+  double epoch = 0;  // fractional, as the Trainer's
+  int64_t max_steps = 0, num_train_epochs = 0, logging_steps = 0, eval_steps = 0, save_steps = 0;
+  int64_t train_batch_size = 0;
+  std::optional<double> best_metric;
+  std::string best_model_checkpoint;
+  nlohmann::ordered_json log_history = nlohmann::ordered_json::array();
+  int64_t epoch_index = 0;       // epoch in progress (0-based)
+  int64_t batches_in_epoch = 0;  // micro-batches of it consumed, on every rank
+  int64_t world_size = 1;
+  std::vector<LoopSums> ranks;
+
+  nlohmann::ordered_json to_json() const;
+  static TrainerState from_json(const nlohmann::json& j);
+};
+
+// A checkpoint folder's trainer_state.json (CheckpointError naming the file when unreadable).
+TrainerState read_trainer_state(const std::string& folder);
+
+// A checkpoint's JSON file (CheckpointError naming the file when unreadable or not JSON).
+nlohmann::json read_json(const std::filesystem::path& path);
+
+}  // namespace trainrun

@@ -1,0 +1,16 @@
+#include "runner/train/callbacks/callbacks.h"
+
+#include "runner/recipe/job.h"
+
+namespace trainrun {
+
+std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job) {
+  std::vector<std::shared_ptr<Callback>> out = {
+      progress_callback(),       console_callback(), metrics_file_callback(),
+      step_agreement_callback(), flow_callback(job.config.train),
+      unfreeze_callback(),       checkpoint_callback(job.config.output)};
+  for (const auto& c : job.config.callbacks) out.push_back(Registry<Callback>::instance().get(c.name).make(c.config));
+  return out;
+}
+
+}  // namespace trainrun

@@ -1,0 +1,36 @@
+// Evaluation: one pass over this rank's eval shard, summed over ranks, and its metrics.jsonl line.
+#pragma once
+
+#include "runner/distributed/accelerator.h"
+#include "runner/recipe/job.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace trainrun {
+
+class DataLoader;
+
+struct EvalResult {
+  std::map<std::string, double> metrics;  // eval_loss, eval_accuracy, eval_top5, ...
+  int64_t examples = 0;
+  // With keep_predictions: per example of this rank's shard, the target and the (up to) top-5
+  // classes by decreasing score, for the classification report.
+  std::vector<int64_t> targets;
+  std::vector<std::vector<int64_t>> ranked;
+};
+
+// One pass over this rank's eval shard, summed over ranks: every example counts once.
+EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
+                    bool keep_predictions = false);
+
+// An evaluation's log line: eval_loss, the metrics the recipe asks for (train.metrics), the
+// runtime figures, eval_examples, epoch and step.
+nlohmann::ordered_json eval_line(const EvalResult& r, const std::vector<std::string>& metrics, int64_t step,
+                                 double epoch);
+
+}  // namespace trainrun
