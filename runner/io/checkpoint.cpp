@@ -59,22 +59,6 @@ std::string rng_key(const char* kind, int64_t rank) { return std::string(kind) +
 
 }  // namespace
 
-CheckpointOptions CheckpointOptions::from(const YAML::Node& output) {
-  CheckpointOptions o;
-  o.dir = output["dir"].as<std::string>();
-  o.save_every = output["save_every"].as<std::string>();
-  o.keep_last = output["keep_last"].IsNull() ? std::nullopt : std::optional<int64_t>(output["keep_last"].as<int64_t>());
-  if (!output["best_metric"].IsNull()) {
-    o.best_metric = output["best_metric"].as<std::string>();
-    // As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are
-    // better lower, everything else higher.
-    if (o.best_metric.rfind("eval_", 0) != 0) o.best_metric = "eval_" + o.best_metric;
-    o.greater_is_better = o.best_metric.find("loss") == std::string::npos;
-  }
-  o.resume = output["resume"].as<std::string>();
-  return o;
-}
-
 int64_t CheckpointOptions::save_steps() const {
   return save_every == "epoch" || save_every == "never" ? 0 : std::stoll(save_every);
 }

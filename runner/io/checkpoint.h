@@ -9,7 +9,6 @@
 #include "runner/io/trainer_state.h"
 
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include <optional>
 #include <stdexcept>
@@ -36,7 +35,6 @@ struct CheckpointOptions {
   bool greater_is_better = false;    // inferred from the name, as the Trainer does
   std::string resume = "auto";       // auto | never | PATH
 
-  static CheckpointOptions from(const YAML::Node& output);
   bool enabled() const { return save_every != "never"; }
   int64_t save_steps() const;  // 0 unless save_every is a number
 };

@@ -42,6 +42,22 @@ WorldConfig world_config(const YAML::Node& w) {
   return c;
 }
 
+CheckpointOptions output_config(const YAML::Node& output) {
+  CheckpointOptions o;
+  o.dir = output["dir"].as<std::string>();
+  o.save_every = output["save_every"].as<std::string>();
+  o.keep_last = output["keep_last"].IsNull() ? std::nullopt : std::optional<int64_t>(output["keep_last"].as<int64_t>());
+  if (!output["best_metric"].IsNull()) {
+    o.best_metric = output["best_metric"].as<std::string>();
+    // As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are
+    // better lower, everything else higher.
+    if (o.best_metric.rfind("eval_", 0) != 0) o.best_metric = "eval_" + o.best_metric;
+    o.greater_is_better = o.best_metric.find("loss") == std::string::npos;
+  }
+  o.resume = output["resume"].as<std::string>();
+  return o;
+}
+
 // The freeze rules in order, then train.unfreeze_at_epoch as a last rule {"*", true, E}.
 std::vector<FreezeRule> freeze_rules(const YAML::Node& rules, const YAML::Node& unfreeze_at) {
   std::vector<FreezeRule> out;
@@ -65,7 +81,7 @@ RunConfig RunConfig::from(const YAML::Node& root) {
   c.precision = root["precision"].as<std::string>();
   c.data = data_config(root["data"]);
   c.train = train_config(root["train"]);
-  c.output = CheckpointOptions::from(root["output"]);
+  c.output = output_config(root["output"]);
   c.world = world_config(root["world"]);
   c.freeze = freeze_rules(root["freeze"], root["train"]["unfreeze_at_epoch"]);
   const YAML::Node& callbacks = root["callbacks"];
