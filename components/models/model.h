@@ -26,6 +26,9 @@ class Classifier : public torch::nn::Module {
   virtual std::string classifier_pattern() const = 0;
   // Whether forward() returns log-probabilities (BasicNet) rather than logits.
   virtual bool outputs_log_probs() const { return false; }
+  // What `model.pretrained: true` loads: the weights published for this architecture, as
+  // hf-hub:ORG/NAME (timm's default tag); empty when there are none.
+  virtual std::string published_weights() const { return ""; }
 };
 
 template <>

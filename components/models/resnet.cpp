@@ -28,6 +28,7 @@ struct ResNetConfig {
   int64_t stem_width = 64;
   bool avg_down = false;          // shortcut = AvgPool2d(2) -> 1x1 conv -> BN, instead of a strided 1x1 conv
   bool zero_init_last = false;    // default: torchvision's zero_init_residual=False, timm's zero_init_last=True
+  std::string published;          // model.pretrained: true (timm's default pretrained tag on the Hub)
 };
 
 // What a recipe chooses on top of the architecture.
@@ -153,7 +154,7 @@ nn::Sequential make_shortcut(int64_t in, int64_t out, int64_t stride, bool avg_d
 
 class ResNetImpl : public Classifier {
  public:
-  explicit ResNetImpl(const ResNetOptions& o) : drop_rate_(o.drop_rate) {
+  explicit ResNetImpl(const ResNetOptions& o) : drop_rate_(o.drop_rate), published_(o.arch.published) {
     const ResNetConfig& a = o.arch;
     int64_t inplanes = a.stem_type == "deep" ? a.stem_width * 2 : 64;
     if (a.stem_type == "deep") {
@@ -210,6 +211,7 @@ class ResNetImpl : public Classifier {
     return {{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, {3, 224, 224}};  // timm's IMAGENET_DEFAULT_*
   }
   std::string classifier_pattern() const override { return "fc.*"; }
+  std::string published_weights() const override { return published_; }
 
  private:
   // torchvision's / timm's init_weights: Kaiming-normal (fan_out) convs in module order; BN and
@@ -229,10 +231,15 @@ class ResNetImpl : public Classifier {
   std::vector<nn::Sequential> layers_;
   nn::Linear fc_{nullptr};
   double drop_rate_;
+  std::string published_;
 };
 
+// torchvision's IMAGENET1K_V1 weights, as timm publishes them on the Hub (our resnet18 is
+// torchvision's architecture, so not timm's default resnet18.a1_in1k).
 ResNetConfig resnet18_config() {
-  return {};
+  ResNetConfig c;
+  c.published = "hf-hub:timm/resnet18.tv_in1k";
+  return c;
 }
 
 ResNetConfig resnet50d_config() {
@@ -243,6 +250,7 @@ ResNetConfig resnet50d_config() {
   c.stem_width = 32;
   c.avg_down = true;
   c.zero_init_last = true;
+  c.published = "hf-hub:timm/resnet50d.ra2_in1k";  // the first (default) resnet50d tag in timm's default_cfgs
   return c;
 }
 
@@ -251,7 +259,9 @@ Schema resnet_schema(const ResNetConfig& arch) {
       .add("num_classes", Type::Int, yaml("auto"), "output classes; auto = the dataset's")
       .min(1).choices({"auto"})
       .add("pretrained", Type::Path, YAML::Node(),
-           "optional .safetensors weights (torchvision / timm key names); a classifier of another shape is re-initialised")
+           "weights to start from: a .safetensors file (torchvision / timm key names), hf-hub:ORG/NAME[@REVISION] "
+           "(model.safetensors from the Hugging Face Hub, through its shared cache), or true (the published weights: "
+           "timm's default tag). A classifier of another shape is re-initialised")
       .add("drop_rate", Type::Float, yaml("0.0"), "dropout before fc (timm's drop_rate)").range(0, 1)
       .add("drop_path_rate", Type::Float, yaml("0.0"), "stochastic depth, rising linearly to this over the blocks (timm's drop_path_rate)")
       .range(0, 1)

@@ -37,7 +37,9 @@ void print_schedule(const Job& job, torch::optim::Optimizer& optimizer, Schedule
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args, bool schedule) {
-  Job job = load_job(args);
+  JobOptions options;
+  options.download = false;  // say what a run would download, fetch nothing
+  Job job = load_job(args, options);
   const RunConfig& c = job.config;
   int64_t batch = c.data.batch_size, accum = c.train.grad_accum_steps;
   int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes, world = c.world.world_size();

@@ -12,7 +12,7 @@ namespace trainrun::cli {
 
 // Splits `RECIPE.yaml key=value ...` into the recipe and its overrides.
 std::pair<std::string, std::vector<std::string>> recipe_args(const std::vector<std::string>& args);
-Job load_job(const std::vector<std::string>& args);
+Job load_job(const std::vector<std::string>& args, const JobOptions& options = {});
 
 // The weights file of `--checkpoint`: a .safetensors file, or a folder holding model.safetensors.
 std::string weights_file(const std::string& checkpoint);

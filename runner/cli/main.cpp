@@ -19,9 +19,9 @@ std::pair<std::string, std::vector<std::string>> recipe_args(const std::vector<s
   return {args[0], std::vector<std::string>(args.begin() + 1, args.end())};
 }
 
-Job load_job(const std::vector<std::string>& args) {
+Job load_job(const std::vector<std::string>& args, const JobOptions& options) {
   auto [file, overrides] = recipe_args(args);
-  return build_job(load_recipe(file, overrides));
+  return build_job(load_recipe(file, overrides), options);
 }
 
 namespace {

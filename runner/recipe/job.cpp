@@ -9,7 +9,12 @@
 #include <fnmatch.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 namespace trainrun {
@@ -130,12 +135,39 @@ std::string resolve_device(const std::string& wanted) {
   return wanted == "auto" ? (cuda ? "cuda" : "cpu") : wanted;
 }
 
-std::string resolve_precision(const std::string& wanted, const std::string& device) {
-  if (wanted == "fp16" && device != "cuda")
-    throw RecipeError("precision: fp16 needs a CUDA device (this run is on " + device +
-                      "); use bf16 or fp32 on CPU");
-  if (wanted == "auto") return device == "cuda" ? "bf16" : "fp32";
-  return wanted;
+// Whether this CPU computes bf16 natively (x86 AVX512-BF16 or AMX-BF16, Arm BF16), where bf16
+// autocast runs the convolutions and matmuls faster than fp32; elsewhere it is emulated, slower.
+std::string cpu_bf16_feature() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    for (const char* f : {"amx_bf16", "avx512_bf16", "bf16"})
+      if (flags.count(f)) return f;
+    return "";
+  }
+  return "";
+}
+
+// precision: auto is what Accelerate's examples ask for on a GPU (fp16 with loss scaling) and
+// the fastest close-enough choice on a CPU: bf16 autocast where the CPU has bf16 units.
+void resolve_precision(Job& job) {
+  const std::string& wanted = job.config.precision;
+  if (wanted == "fp16" && job.device != "cuda")
+    throw RecipeError("precision: fp16 needs a CUDA device (this run is on " + job.device +
+                      "); use bf16 or fp32 on CPU, or precision: auto");
+  job.precision = wanted;
+  if (wanted != "auto") return;
+  if (job.device == "cuda") {
+    job.precision = "fp16";
+    job.precision_reason = "auto: fp16 with loss scaling on CUDA";
+    return;
+  }
+  std::string feature = cpu_bf16_feature();
+  job.precision = feature.empty() ? "fp32" : "bf16";
+  job.precision_reason = feature.empty() ? "auto: this CPU has no bf16 units" : "auto: this CPU has " + feature;
 }
 
 // The `auto` values the typed views need resolved: threads_per_proc and eval_batch_size.
@@ -151,6 +183,38 @@ void resolve_auto_values(YAML::Node root) {
   if (root["data"]["eval_batch_size"].IsNull()) root["data"]["eval_batch_size"] = root["data"]["batch_size"];
 }
 
+// model.pretrained as a file to load: a .safetensors path; hf-hub:ORG/NAME[@REVISION] (its
+// model.safetensors through the Hub cache huggingface_hub shares, downloaded if missing); true
+// (the architecture's published weights). Empty when there is nothing to load (none asked for,
+// or `check`, which only says whether a Hub file is cached).
+std::string pretrained_file(Job& job, const JobOptions& options) {
+  YAML::Node p = job.recipe.root["model"]["pretrained"];
+  if (!p || p.IsNull() || p.as<std::string>() == "false") return "";
+  std::string spec = p.as<std::string>();
+  if (spec == "true") {
+    spec = job.model->published_weights();
+    if (spec.empty())
+      throw RecipeError("model.pretrained: true: " + job.config.model +
+                        " has no published weights; name a .safetensors file or hf-hub:ORG/NAME");
+    p = spec;  // the resolved recipe says which
+  }
+  return spec;
+}
+
+void load_pretrained(Job& job, const JobOptions& options) {
+  const std::string file = pretrained_file(job, options);
+  if (file.empty()) return;
+  LoadReport report;
+  try {
+    report = load_state_dict(*job.model, load_safetensors(file), file, job.model->classifier_pattern());
+  } catch (const WeightsError& e) {
+    throw WeightsError(std::string("model.pretrained: ") + e.what());
+  }
+  for (auto& r : report.reinitialised)
+    job.notes.push_back("classifier " + r + " re-initialised for " +
+                        std::to_string(job.recipe.root["model"]["num_classes"].as<int64_t>()) + " classes");
+}
+
 // The model (num_classes: auto from the data), its pretrained weights and the freeze rules.
 void build_model(Job& job, const JobOptions& options) {
   YAML::Node model_cfg = job.recipe.root["model"];
@@ -162,18 +226,7 @@ void build_model(Job& job, const JobOptions& options) {
   } catch (const std::invalid_argument& e) {
     throw RecipeError(std::string("model: ") + e.what());
   }
-  if (options.pretrained && model_cfg["pretrained"] && !model_cfg["pretrained"].IsNull()) {
-    std::string file = model_cfg["pretrained"].as<std::string>();
-    LoadReport report;
-    try {
-      report = load_state_dict(*job.model, load_safetensors(file), file, job.model->classifier_pattern());
-    } catch (const WeightsError& e) {
-      throw WeightsError(std::string("model.pretrained: ") + e.what());
-    }
-    for (auto& r : report.reinitialised)
-      job.notes.push_back("classifier " + r + " re-initialised for " +
-                          std::to_string(model_cfg["num_classes"].as<int64_t>()) + " classes");
-  }
+  if (options.pretrained) load_pretrained(job, options);
   std::vector<int64_t> matched = apply_freeze_rules(*job.model, job.config.freeze);
   for (std::size_t i = 0; i < matched.size(); ++i)
     if (matched[i] == 0)
@@ -191,7 +244,7 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   job.config = RunConfig::from(root);
   job.threads = job.config.world.threads_per_proc;
   job.device = resolve_device(job.config.world.device);
-  job.precision = resolve_precision(job.config.precision, job.device);
+  resolve_precision(job);
   if (job.config.world.backend == "nccl" && job.device != "cuda")
     throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
 

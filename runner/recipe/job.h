@@ -24,6 +24,7 @@ struct Job {
   std::shared_ptr<Loss> loss;
   std::string device = "cpu";
   std::string precision = "fp32";  // resolved: fp32 | bf16 | fp16
+  std::string precision_reason;    // why, when the recipe said auto (the banner shows it)
   int64_t threads = 1;
   std::vector<std::string> notes;  // things the log should say (re-initialised classifier, ...)
 
@@ -40,6 +41,9 @@ struct JobOptions {
   std::vector<std::string> classes;
   // Load model.pretrained (not when a checkpoint's weights replace it anyway).
   bool pretrained = true;
+  // Download what is missing (model.pretrained from the Hub). `check` only notes what a run
+  // would download and loads what is cached.
+  bool download = true;
 };
 
 // Builds data, model (with pretrained weights and freeze rules), transforms and loss. Fills

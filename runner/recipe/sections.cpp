@@ -25,7 +25,7 @@ Schema top_level_schema() {
       .required("data", Type::Map, "dataset, transforms and batch sizes")
       .add("optimizer", Type::Map, map_of({{"name", Node("adamw")}}), "`name` from `trainrun list optimizers` + its parameters")
       .add("scheduler", Type::Map, map_of({{"name", Node("constant")}}), "`name` from `trainrun list schedulers` + its parameters")
-      .add("precision", Type::String, Node("fp32"), "fp32 | bf16 (autocast) | fp16 (CUDA only) | auto (bf16 on CUDA, else fp32)")
+      .add("precision", Type::String, Node("fp32"), "fp32 | bf16 (autocast) | fp16 (CUDA only) | auto (fp16 on CUDA; bf16 on a CPU with bf16 units, else fp32)")
       .choices({"fp32", "bf16", "fp16", "auto"})
       .add("freeze", Type::List, Node(YAML::NodeType::Sequence),
            "ordered rules {params: GLOB, trainable: BOOL}; last match wins")

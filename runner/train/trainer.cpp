@@ -67,7 +67,8 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
   spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}), {} threads per process",
                world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
                acc.backend(), world.launcher, job.threads);
-  spdlog::info("  Device = {}, precision = {}", acc.device().str(), job.precision);
+  spdlog::info("  Device = {}, precision = {}{}", acc.device().str(), job.precision,
+               job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")");
 }
 
 // The Trainer's lines on resuming from a checkpoint.

@@ -36,7 +36,7 @@ TEST(Cli, BadInputBeforeTheRunExits2AndWritesNothing) {
     std::string args, expect;
   } cases[] = {
       {"data.dataset.root=" + (dir / "missing"), (dir / "missing") + ": no such folder"},
-      {"precision=fp16", "precision: fp16 needs a CUDA device (this run is on cpu); use bf16 or fp32 on CPU"},
+      {"precision=fp16", "precision: fp16 needs a CUDA device (this run is on cpu); use bf16 or fp32 on CPU, or precision: auto"},
       {"world.device=cuda", "world.device: cuda was asked for but no CUDA device is available"},
       {"model.pretrained=" + (dir / "absent.safetensors"), "model.pretrained: " + (dir / "absent.safetensors") + ": no such file"},
       {"'freeze=[{params: \"*\", trainable: false}]'", "freeze: the rules leave no parameter trainable"},

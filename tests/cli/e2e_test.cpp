@@ -114,6 +114,22 @@ TEST_F(EndToEnd, EvalCommandReadsTheSavedWeights) {
 namespace trainrun {
 namespace {
 
+// precision: auto on a CPU: bf16 autocast where /proc/cpuinfo lists bf16 units, else fp32; the
+// banner says which and why.
+TEST_F(EndToEnd, PrecisionAutoPicksBf16WhereTheCpuHasBf16Units) {
+  std::string flags = test::read_file("/proc/cpuinfo"), feature;
+  for (const char* f : {" amx_bf16", " avx512_bf16", " bf16"})
+    if (feature.empty() && (flags.find(std::string(f) + " ") != std::string::npos ||
+                            flags.find(std::string(f) + "\n") != std::string::npos))
+      feature = std::string(f).substr(1);
+  auto r = test::run(test::trainrun(common + "precision=auto data.max_train_samples=128 train.eval_every=never "
+                                    "output.dir=" + (dir / "auto")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string want = feature.empty() ? "precision = fp32 (auto: this CPU has no bf16 units)"
+                                     : "precision = bf16 (auto: this CPU has " + feature + ")";
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+}
+
 TEST_F(EndToEnd, FrozenParametersStayBitIdenticalAndBf16Trains) {
   auto r = test::run(test::trainrun(common + "precision=bf16 data.max_train_samples=640 'freeze=[{params: \"conv*\", trainable: false}]' "
                                     "output.dir=" + (dir / "run")));
