@@ -29,12 +29,17 @@ struct DownloadRequest {
   std::vector<std::string> headers;   // e.g. "Authorization: Bearer hf_..."
   std::string what;                   // for messages, e.g. "timm/resnet50d.ra2_in1k: model.safetensors"
   std::string offline_hint;           // appended to failures, e.g. "or put the file at <destination>"
+  std::int64_t size = -1;             // bytes; verified before the rename when >= 0
+  std::string name;                   // the progress bar's label; the destination's file name when empty
+  std::filesystem::path lock;         // the node-wide lock; <destination>.lock when empty (the Hub's
+                                      // cache locks under .locks/, as huggingface_hub does)
 };
 
 // Fetches request.url to request.destination unless it is already there. Follows redirects;
-// resumes <destination>.incomplete with a Range request; with several processes on a node only
-// the first downloads (an flock on <destination>.lock) and the others wait for the file. Throws
-// DownloadError.
+// resumes <destination>.incomplete with a Range request (and again, twice, when the server
+// closes early); with several processes on a node only the first downloads (an flock on
+// request.lock) and the others wait for the file. Throws DownloadError, one line:
+// "<what>: cannot download <url>: <why>; <offline_hint>".
 void download(const DownloadRequest& request);
 
 // A response's status and headers (names lower-cased), without its body: the Hub's metadata

@@ -1,6 +1,8 @@
 #include "runner/recipe/job.h"
 
 #include "runner/distributed/accelerator.h"
+#include "runner/io/download.h"
+#include "runner/io/hf_hub.h"
 #include "runner/io/weights.h"
 
 #include <torch/torch.h>
@@ -198,7 +200,24 @@ std::string pretrained_file(Job& job, const JobOptions& options) {
                         " has no published weights; name a .safetensors file or hf-hub:ORG/NAME");
     p = spec;  // the resolved recipe says which
   }
-  return spec;
+  std::optional<HubFile> hub;
+  try {
+    hub = parse_hf_hub(spec);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("model.pretrained: ") + e.what());
+  }
+  if (!hub) return spec;
+  if (!options.download) {
+    std::optional<std::filesystem::path> cached = hub_cached(*hub);
+    job.notes.push_back("model.pretrained: " + hub->spec() +
+                        (cached ? " is cached at " + cached->string() : " would be downloaded from " + hub_url(*hub)));
+    return cached ? cached->string() : "";
+  }
+  try {
+    return hf_hub_download(*hub).string();
+  } catch (const DownloadError& e) {
+    throw WeightsError(std::string("model.pretrained: ") + e.what());
+  }
 }
 
 void load_pretrained(Job& job, const JobOptions& options) {

@@ -1,0 +1,374 @@
+#include "runner/io/download.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+namespace trainrun {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kResumes = 2;  // automatic resumes after the server closed early, within one call
+
+// --- digests ---------------------------------------------------------------------------------
+
+std::string file_digest(const fs::path& path, const EVP_MD* md) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DownloadError(path.string() + ": cannot read: " + std::strerror(errno));
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), md, nullptr);
+  std::vector<char> buf(1 << 20);
+  while (in.read(buf.data(), std::streamsize(buf.size())) || in.gcount() > 0)
+    EVP_DigestUpdate(ctx.get(), buf.data(), std::size_t(in.gcount()));
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx.get(), out, &n);
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", out[i]);
+  return hex;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+// --- libcurl plumbing -----------------------------------------------------------------------
+
+using Curl = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
+using Headers = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+
+Curl new_curl(const std::string& url, const std::vector<std::string>& headers, Headers& list, char* errors) {
+  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  (void)initialised;
+  Curl curl(curl_easy_init(), curl_easy_cleanup);
+  for (const auto& h : headers) list.reset(curl_slist_append(list.release(), h.c_str()));
+  errors[0] = '\0';
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get());
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errors);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "trainrun/" TRAINRUN_VERSION);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+  // A server that stops sending fails after 30 s instead of hanging the job.
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+  return curl;
+}
+
+// The status line and headers of the last response (a redirect starts a new one).
+struct ResponseHead {
+  long status = 0;
+  std::string reason;
+  std::map<std::string, std::string> headers;
+};
+
+std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* head = static_cast<ResponseHead*>(user);
+  std::string line(data, size * n);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.rfind("HTTP/", 0) == 0) {
+    *head = ResponseHead{};
+    auto sp = line.find(' ');
+    if (sp != std::string::npos) {
+      head->status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
+      auto sp2 = line.find(' ', sp + 1);
+      if (sp2 != std::string::npos) head->reason = line.substr(sp2 + 1);
+    }
+  } else if (auto colon = line.find(':'); colon != std::string::npos) {
+    std::size_t v = line.find_first_not_of(" \t", colon + 1);
+    head->headers[lower(line.substr(0, colon))] = v == std::string::npos ? "" : line.substr(v);
+  }
+  return size * n;
+}
+
+std::string http_status_text(const ResponseHead& head) {
+  return head.reason.empty() ? fmt::format("HTTP {}", head.status) : fmt::format("HTTP {} {}", head.status, head.reason);
+}
+
+// "Couldn't connect to server (Failed to connect to 127.0.0.1 port 9 after 0 ms)": curl's text
+// for the code, then its detail without the repeat.
+std::string curl_failure(CURLcode code, const char* errors) {
+  std::string text = curl_easy_strerror(code), detail = errors;
+  std::string repeat = ": " + text;
+  if (detail.size() >= repeat.size() && detail.compare(detail.size() - repeat.size(), repeat.size(), repeat) == 0)
+    detail.resize(detail.size() - repeat.size());
+  return detail.empty() || detail == text ? text : text + " (" + detail + ")";
+}
+
+// --- the progress bar -----------------------------------------------------------------------
+
+// tqdm's unit_scale: 3 significant digits and an SI prefix ("45.1M", "100M", "1.23G").
+std::string si_size(double n) {
+  for (const char* unit : {"", "k", "M", "G", "T", "P"}) {
+    if (n < 999.5) {
+      if (n < 9.995) return fmt::format("{:.2f}{}", n, unit);
+      if (n < 99.95) return fmt::format("{:.1f}{}", n, unit);
+      return fmt::format("{:.0f}{}", n, unit);
+    }
+    n /= 1000;
+  }
+  return fmt::format("{:.1f}E", n);
+}
+
+std::string clock_text(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) return "?";
+  auto s = std::int64_t(seconds);
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+// `model.safetensors: 45%|████▌     | 45.1M/100M [00:03<00:04, 15.2MB/s]` on stderr, as
+// huggingface_hub's tqdm; only on a terminal (a log file gets the one "Downloading" line).
+class ByteBar {
+ public:
+  ByteBar(std::string label, std::int64_t first)
+      : label_(std::move(label)), first_(first), tty_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
+  ~ByteBar() {
+    if (shown_) std::fputs("\n", stderr);
+  }
+  void update(std::int64_t done, std::int64_t total, bool force = false) {
+    if (!tty_) return;
+    auto now = Clock::now();
+    if (!force && shown_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    shown_ = true;
+    double elapsed = std::chrono::duration<double>(now - start_).count();
+    double rate = elapsed > 0 ? double(done - first_) / elapsed : 0;
+    std::string rate_text = si_size(rate) + "B/s";
+    if (total <= 0) {
+      std::fprintf(stderr, "\r\033[K%s: %sB [%s, %s]", label_.c_str(), si_size(double(done)).c_str(),
+                   clock_text(elapsed).c_str(), rate_text.c_str());
+      return;
+    }
+    constexpr int kWidth = 10;
+    static const char* eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
+    std::int64_t filled8 = std::min(done, total) * kWidth * 8 / total;
+    std::string bar;
+    for (std::int64_t i = 0; i < filled8 / 8; ++i) bar += "█";
+    int cells = int(filled8 / 8);
+    if (filled8 % 8 && cells < kWidth) bar += eighths[filled8 % 8], ++cells;
+    bar += std::string(std::size_t(kWidth - cells), ' ');
+    double eta = rate > 0 ? double(total - done) / rate : -1;
+    std::fprintf(stderr, "\r\033[K%s: %3d%%|%s| %s/%s [%s<%s, %s]", label_.c_str(), int(100 * done / total),
+                 bar.c_str(), si_size(double(done)).c_str(), si_size(double(total)).c_str(),
+                 clock_text(elapsed).c_str(), clock_text(eta).c_str(), rate_text.c_str());
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string label_;
+  std::int64_t first_;
+  bool tty_, shown_ = false;
+  Clock::time_point start_, last_;
+};
+
+// --- one GET into <destination>.incomplete --------------------------------------------------
+
+struct Transfer {
+  CURL* curl = nullptr;
+  FILE* file = nullptr;
+  std::int64_t offset = 0;  // bytes already in the file when the request was made
+  std::int64_t total = -1;
+  std::int64_t written = 0;
+  bool started = false, refused = false;
+  ResponseHead head;
+  ByteBar* bar = nullptr;
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  if (!t->started) {
+    t->started = true;
+    if (t->head.status >= 400) t->refused = true;
+    // A server that ignores the Range answers 200 with the whole file: start over.
+    if (t->head.status == 200 && t->offset > 0) {
+      if (::ftruncate(::fileno(t->file), 0) != 0 || std::fseek(t->file, 0, SEEK_SET) != 0) return 0;
+      t->offset = 0;
+    }
+    curl_off_t length = -1;
+    curl_easy_getinfo(t->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    if (length >= 0) t->total = t->offset + length;
+  }
+  if (t->refused) return size * n;  // an error page is not the file
+  if (std::fwrite(data, size, n, t->file) != n) return 0;
+  t->written += std::int64_t(size * n);
+  t->bar->update(t->offset + t->written, t->total);
+  return size * n;
+}
+
+struct Outcome {
+  CURLcode code = CURLE_OK;
+  std::string why;     // empty when the file is complete
+  bool resumable = false;
+};
+
+Outcome fetch_once(const DownloadRequest& r, const fs::path& incomplete, ByteBar& bar) {
+  std::error_code ec;
+  std::int64_t offset = fs::exists(incomplete, ec) ? std::int64_t(fs::file_size(incomplete, ec)) : 0;
+  std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(incomplete.c_str(), offset > 0 ? "ab" : "wb"),
+                                                     std::fclose);
+  if (!file) return {CURLE_WRITE_ERROR, "cannot write " + incomplete.string() + ": " + std::strerror(errno)};
+  char errors[CURL_ERROR_SIZE];
+  Headers list(nullptr, curl_slist_free_all);
+  Curl curl = new_curl(r.url, r.headers, list, errors);
+  Transfer t;
+  t.curl = curl.get();
+  t.file = file.get();
+  t.offset = offset;
+  t.bar = &bar;
+  curl_easy_setopt(t.curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(t.curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(t.curl, CURLOPT_HEADERDATA, &t.head);
+  curl_easy_setopt(t.curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(t.curl, CURLOPT_WRITEDATA, &t);
+  // A plain Range header rather than CURLOPT_RESUME_FROM_LARGE: with that one curl fails the
+  // transfer when the server ignores the range (200), where we want to take the whole file.
+  std::string range = fmt::format("{}-", offset);
+  if (offset > 0) curl_easy_setopt(t.curl, CURLOPT_RANGE, range.c_str());
+  CURLcode code = curl_easy_perform(t.curl);
+  bool flushed = std::fflush(t.file) == 0 && ::fsync(::fileno(t.file)) == 0;
+  if (t.head.status == 416 && offset > 0) {
+    // The partial file is already as long as the file (or the file changed): start over.
+    file.reset();
+    std::error_code ec;
+    fs::remove(incomplete, ec);
+    return {code, http_status_text(t.head), /*resumable=*/true};
+  }
+  if (t.head.status >= 400 || t.refused) return {code, http_status_text(t.head)};
+  if (code != CURLE_OK) {
+    // The server closed before the end: what came is kept and the next request resumes it.
+    bool resumable = t.written > 0 && (code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR ||
+                                       code == CURLE_OPERATION_TIMEDOUT);
+    return {code, curl_failure(code, errors), resumable};
+  }
+  if (!flushed) return {CURLE_WRITE_ERROR, "cannot write " + incomplete.string() + ": " + std::strerror(errno)};
+  bar.update(t.offset + t.written, t.offset + t.written, /*force=*/true);
+  return {};
+}
+
+// --- the node-wide lock ---------------------------------------------------------------------
+
+class FileLock {
+ public:
+  FileLock(const fs::path& path, const std::string& what) {
+    fs::create_directories(path.parent_path());
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw DownloadError(what + ": cannot create the lock " + path.string() + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    spdlog::info("Waiting for another process to download {} (lock {})", what, path.string());
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~FileLock() { ::close(fd_); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+fs::path with_suffix(const fs::path& p, const char* suffix) {
+  fs::path out = p;
+  out += suffix;
+  return out;
+}
+
+void verify(const DownloadRequest& r, const fs::path& incomplete, const std::string& failure_prefix) {
+  auto reject = [&](const std::string& kind, const std::string& expected, const std::string& got) {
+    std::error_code ec;
+    fs::remove(incomplete, ec);
+    throw DownloadError(failure_prefix + kind + " mismatch: expected " + expected + ", got " + got +
+                        "; the partial file was removed");
+  };
+  if (r.size >= 0) {
+    auto size = std::int64_t(fs::file_size(incomplete));
+    if (size != r.size) reject("size", std::to_string(r.size) + " bytes", std::to_string(size) + " bytes");
+  }
+  if (!r.md5.empty()) {
+    std::string got = file_md5(incomplete);
+    if (got != lower(r.md5)) reject("md5 checksum", lower(r.md5), got);
+  }
+  if (!r.sha256.empty()) {
+    std::string got = file_sha256(incomplete);
+    if (got != lower(r.sha256)) reject("sha256 checksum", lower(r.sha256), got);
+  }
+}
+
+}  // namespace
+
+std::string file_md5(const fs::path& path) { return file_digest(path, EVP_md5()); }
+std::string file_sha256(const fs::path& path) { return file_digest(path, EVP_sha256()); }
+
+void download(const DownloadRequest& r) {
+  if (fs::exists(r.destination)) return;
+  std::string what = r.what.empty() ? r.destination.filename().string() : r.what;
+  std::string prefix = what + ": cannot download " + r.url + ": ";
+  std::string hint = r.offline_hint.empty() ? "" : "; " + r.offline_hint;
+  std::error_code ec;
+  fs::create_directories(r.destination.parent_path(), ec);
+  if (ec) throw DownloadError(prefix + "cannot create " + r.destination.parent_path().string() + ": " + ec.message());
+
+  FileLock lock(r.lock.empty() ? with_suffix(r.destination, ".lock") : r.lock, what);
+  if (fs::exists(r.destination)) return;  // another process fetched it while this one waited
+  spdlog::info("Downloading {} from {}", what, r.url);
+  fs::path incomplete = with_suffix(r.destination, ".incomplete");
+  std::int64_t first = fs::exists(incomplete, ec) ? std::int64_t(fs::file_size(incomplete, ec)) : 0;
+  {
+    ByteBar bar(r.name.empty() ? r.destination.filename().string() : r.name, first);
+    for (int attempt = 0;; ++attempt) {
+      Outcome o = fetch_once(r, incomplete, bar);
+      if (o.why.empty()) break;
+      if (o.resumable && attempt < kResumes) {
+        spdlog::warn("{}: the transfer stopped early ({}); resuming", what, o.why);
+        continue;
+      }
+      // What came is kept for the next run to resume (error pages are never written).
+      if (fs::exists(incomplete, ec) && fs::file_size(incomplete, ec) == 0) fs::remove(incomplete, ec);
+      throw DownloadError(prefix + o.why + hint);
+    }
+  }
+  verify(r, incomplete, prefix);
+  if (std::rename(incomplete.c_str(), r.destination.c_str()) != 0)
+    throw DownloadError(prefix + "cannot rename " + incomplete.string() + ": " + std::strerror(errno));
+}
+
+HttpResponse http_head(const std::string& url, const std::vector<std::string>& headers, bool follow_redirects) {
+  std::vector<std::string> all = headers;
+  all.push_back("Accept-Encoding: identity");  // the real size, not a compressed one
+  char errors[CURL_ERROR_SIZE];
+  Headers list(nullptr, curl_slist_free_all);
+  Curl curl = new_curl(url, all, list, errors);
+  ResponseHead head;
+  curl_easy_setopt(curl.get(), CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, follow_redirects ? 1L : 0L);
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 10L);  // huggingface_hub's HF_HUB_ETAG_TIMEOUT
+  curl_easy_setopt(curl.get(), CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl.get(), CURLOPT_HEADERDATA, &head);
+  CURLcode code = curl_easy_perform(curl.get());
+  if (code != CURLE_OK) throw DownloadError("cannot reach " + url + ": " + curl_failure(code, errors));
+  HttpResponse out;
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &out.status);
+  out.headers = std::move(head.headers);
+  char* effective = nullptr;
+  curl_easy_getinfo(curl.get(), CURLINFO_EFFECTIVE_URL, &effective);
+  out.url = effective ? effective : url;
+  return out;
+}
+
+}  // namespace trainrun
