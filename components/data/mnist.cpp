@@ -1,11 +1,17 @@
 // MNIST and Fashion-MNIST: the four IDX files (raw or .gz) in one folder, as torchvision's
-// MNIST/FashionMNIST read them. The test split is the eval split.
+// MNIST/FashionMNIST read them. The test split is the eval split. With `download: true` the
+// missing files are fetched as torchvision's download=True fetches them (components/data/download.h)
+// and kept as .gz, which read_idx reads.
 #include "components/data/dataset.h"
+#include "components/data/download.h"
 #include "components/data/idx.h"
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <optional>
 
 namespace trainrun {
 namespace {
@@ -26,10 +32,15 @@ class MnistSplit : public Dataset {
   at::Tensor labels_;  // N int64
 };
 
-std::string find_file(const fs::path& root, const std::string& stem) {
+std::optional<fs::path> look_for(const fs::path& root, const std::string& stem) {
   for (const fs::path& dir : {root, root / "raw"})
     for (const char* ext : {"", ".gz"})
-      if (fs::exists(dir / (stem + ext))) return (dir / (stem + ext)).string();
+      if (fs::exists(dir / (stem + ext))) return dir / (stem + ext);
+  return std::nullopt;
+}
+
+std::string find_file(const fs::path& root, const std::string& stem) {
+  if (auto found = look_for(root, stem)) return found->string();
   throw DataError((root / stem).string() + "[.gz]: no such file (an MNIST folder holds " + stem +
                   " and its three siblings)");
 }
@@ -51,8 +62,27 @@ std::shared_ptr<const Dataset> load_split(const fs::path& root, const std::strin
   return std::make_shared<MnistSplit>(images, labels.to(at::kLong));
 }
 
+// `source: auto` picks Fashion-MNIST when the root's path says so (data/fashion-mnist,
+// /usr/share/datasets/fashion-mnist), MNIST otherwise.
+const DatasetSource& pick_source(const std::string& source, const fs::path& root) {
+  if (source == "mnist") return mnist_source();
+  if (source == "fashion_mnist") return fashion_mnist_source();
+  std::string path = root.string();
+  std::transform(path.begin(), path.end(), path.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  return path.find("fashion") != std::string::npos ? fashion_mnist_source() : mnist_source();
+}
+
+// Fetches the IDX files missing from root (raw or .gz, in root or root/raw) into root.
+void download_missing(const Config& c, const fs::path& root) {
+  const DatasetSource& source = pick_source(c.get<std::string>("source", "auto"), root);
+  for (std::size_t i = 0; i < source.files.size(); ++i)
+    if (!look_for(root, fs::path(source.files[i].name).stem().string()))
+      fetch_dataset_file(source, i, root, c.path());
+}
+
 DatasetSplits make_mnist(const Config& c) {
   fs::path root = c.get<std::string>("root");
+  if (c.get<bool>("download", false)) download_missing(c, root);
   if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
   DatasetSplits out;
   if (c.is_null("classes")) {
@@ -73,7 +103,15 @@ TRAINRUN_REGISTER(Dataset, "mnist",
                   Schema()
                       .required("root", Type::Path, "folder with train-images-idx3-ubyte[.gz] and siblings")
                       .add("classes", Type::StringList, YAML::Node(),
-                           "class names in label order; default the digits 0-9"),
+                           "class names in label order; default the digits 0-9")
+                      .add("download", Type::Bool, yaml("false"),
+                           "fetch the missing files into root as torchvision's download=True does (its mirrors, "
+                           "tried in order, and MD5s; kept as .gz); TRAINRUN_DATASETS_MIRROR=<url> fetches "
+                           "<url>/<file> instead, TRAINRUN_DATASETS_MD5=<file>=<md5>,... replaces checksums")
+                      .add("source", Type::String, YAML::Node("auto"),
+                           "what download fetches: mnist, fashion_mnist, or auto = fashion_mnist when root's "
+                           "path contains 'fashion' (any case), else mnist")
+                      .choices({"auto", "mnist", "fashion_mnist"}),
                   make_mnist);
 
 }  // namespace trainrun

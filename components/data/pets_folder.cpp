@@ -2,6 +2,10 @@
 // (`american_bulldog_12.jpg`): the class is the first capture group of `label_regex`, searched
 // in the file name (re.search, as Accelerate's cv_example). Files it does not match are skipped
 // and counted in the log; the split is the cv_example's seeded permutation (image_files.h).
+// With `download: true` a missing or empty root is filled from the Oxford-IIIT Pet images.tar.gz,
+// as torchvision's OxfordIIITPet(download=True) (the annotations are not fetched: the labels are
+// in the file names).
+#include "components/data/download.h"
 #include "components/data/image_files.h"
 
 #include <spdlog/spdlog.h>
@@ -28,8 +32,16 @@ std::regex compile(const std::string& pattern, const std::string& where) {
   return re;
 }
 
+bool has_files(const fs::path& root) {
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) return true;
+  return false;
+}
+
 DatasetSplits make_pets_folder(const Config& c) {
   fs::path root = c.get<std::string>("root");
+  if (c.get<bool>("download", false)) ensure_unpacked(oxford_pets_images_source(), root, has_files, c.path());
   if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
   std::string pattern = c.get<std::string>("label_regex");
   std::regex re = compile(pattern, c.path() + ".label_regex");
@@ -79,7 +91,12 @@ TRAINRUN_REGISTER(Dataset, "pets_folder",
                       Schema()
                           .required("root", Type::Path, "folder holding the images (not searched recursively)")
                           .add("label_regex", Type::String, YAML::Node("^(.*)_\\d+\\.jpg$"),
-                               "regex searched in each file name; group 1 = class; other files are skipped"),
+                               "regex searched in each file name; group 1 = class; other files are skipped")
+                          .add("download", Type::Bool, yaml("false"),
+                               "when root is missing or empty, fetch the Oxford-IIIT Pet images.tar.gz into its "
+                               "parent (torchvision's URL and MD5) and unpack it there (root must be named "
+                               "images); TRAINRUN_DATASETS_MIRROR=<url> fetches <url>/images.tar.gz instead, "
+                               "TRAINRUN_DATASETS_MD5=images.tar.gz=<md5> replaces the checksum"),
                       "share held out for evaluation: torch.randperm(n, seed) over the sorted files, "
                       "last share = validation"),
                   make_pets_folder);

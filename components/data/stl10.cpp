@@ -3,8 +3,10 @@
 // reads them: reshape(-1, 3, 96, 96) then swap the last two axes); train_y.bin / test_y.bin one
 // byte per image, 1..10. class_names.txt names the classes when present; unlabeled_X.bin is not
 // used for classification. The image files are memory-mapped, not read: an image is copied
-// out (and transposed to H x W x C) when the loader asks for it.
+// out (and transposed to H x W x C) when the loader asks for it. With `download: true` a missing
+// or empty root is filled from stl10_binary.tar.gz, as torchvision's STL10(download=True).
 #include "components/data/dataset.h"
+#include "components/data/download.h"
 
 #include <ATen/ATen.h>
 
@@ -85,8 +87,16 @@ std::vector<std::string> class_names(const fs::path& root) {
   return names;
 }
 
+// What the dataset reads (class_names.txt is optional, unlabeled_X.bin unused).
+bool has_splits(const fs::path& root) {
+  for (const char* name : {"train_X.bin", "train_y.bin", "test_X.bin", "test_y.bin"})
+    if (!fs::is_regular_file(root / name)) return false;
+  return true;
+}
+
 DatasetSplits make_stl10(const Config& c) {
   fs::path root = c.get<std::string>("root");
+  if (c.get<bool>("download", false)) ensure_unpacked(stl10_source(), root, has_splits, c.path());
   if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
   DatasetSplits out;
   out.classes = class_names(root);
@@ -99,6 +109,13 @@ DatasetSplits make_stl10(const Config& c) {
 
 TRAINRUN_REGISTER(Dataset, "stl10",
                   "STL-10 binary release (train_X.bin/train_y.bin/test_X.bin/test_y.bin, 96x96 RGB). Eval split = test",
-                  Schema().required("root", Type::Path, "the stl10_binary folder"), make_stl10);
+                  Schema()
+                      .required("root", Type::Path, "the stl10_binary folder")
+                      .add("download", Type::Bool, yaml("false"),
+                           "when root is missing or empty, fetch stl10_binary.tar.gz into its parent (torchvision's "
+                           "URL and MD5) and unpack it there (root must be named stl10_binary); "
+                           "TRAINRUN_DATASETS_MIRROR=<url> fetches <url>/stl10_binary.tar.gz instead, "
+                           "TRAINRUN_DATASETS_MD5=stl10_binary.tar.gz=<md5> replaces the checksum"),
+                  make_stl10);
 
 }  // namespace trainrun
