@@ -59,6 +59,8 @@ const DatasetSource& oxford_pets_images_source() {
 
 namespace {
 
+bool deferred = false;
+
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? v : nullptr;
@@ -136,11 +138,16 @@ bool has_entries(const fs::path& folder) {
 
 }  // namespace
 
+void defer_dataset_downloads(bool defer) { deferred = defer; }
+
 void fetch_dataset_file(const DatasetSource& source, std::size_t index, const fs::path& folder,
                         const std::string& where) {
   const DatasetFile& file = source.files.at(index);
   std::vector<std::string> urls;
   for (const auto& m : mirrors(source)) urls.push_back(m + file.name);
+  if (deferred && !fs::exists(folder / file.name))
+    throw DownloadDeferred(where + ": " + source.name + " " + file.name + " would be downloaded from " + urls.front() +
+                           " into " + folder.string());
   std::string hint = source.folder.empty()
                          ? "or download " + urls.front() + " yourself and put it in " + folder.string()
                          : "or download " + urls.front() + " yourself and unpack it into " + folder.string();
@@ -176,6 +183,9 @@ void ensure_unpacked(const DatasetSource& source, const fs::path& given_root,
     throw DataError(where + ".root: with download: true the folder must be named " + source.folder +
                     " (the archive's top folder), not " + given_root.string());
   fs::path parent = root.has_parent_path() ? root.parent_path() : fs::path(".");
+  if (deferred && !fs::exists(parent / source.files.front().name))
+    throw DownloadDeferred(where + ": " + source.name + " " + source.files.front().name + " would be downloaded from " +
+                           mirrors(source).front() + source.files.front().name + " and unpacked into " + root.string());
   make_folder(parent, where);
 
   FileLock lock(parent / ("." + source.folder + ".extract.lock"), where);

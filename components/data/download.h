@@ -18,6 +18,13 @@
 
 namespace trainrun {
 
+// `trainrun check` fetches nothing unless asked (--download): while downloads are deferred, a
+// dataset that would be fetched throws DownloadDeferred saying what, from where and into where.
+struct DownloadDeferred : DataError {
+  using DataError::DataError;
+};
+void defer_dataset_downloads(bool defer);
+
 struct DatasetFile {
   std::string name;  // as on the mirrors: "train-images-idx3-ubyte.gz"
   std::string md5;   // torchvision's checksum

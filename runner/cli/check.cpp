@@ -1,6 +1,8 @@
 // `trainrun check RECIPE.yaml [--schedule]`: validate, build model and data, print what a run
 // would do (or its learning-rate schedule) without training.
 #include "runner/cli/commands.h"
+
+#include "components/data/download.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/preflight.h"
 
@@ -36,10 +38,19 @@ void print_schedule(const Job& job, torch::optim::Optimizer& optimizer, Schedule
 
 }  // namespace
 
-int cmd_check(const std::vector<std::string>& args, bool schedule) {
+// Without --download nothing is fetched: what a run would download is a note, and a dataset not
+// here yet ends the report early (its classes cannot be counted).
+int cmd_check(const std::vector<std::string>& args, bool schedule, bool download) {
   JobOptions options;
-  options.download = false;  // say what a run would download, fetch nothing
-  Job job = load_job(args, options);
+  options.download = download;
+  Job job;
+  try {
+    job = load_job(args, options);
+  } catch (const DownloadDeferred& e) {
+    std::cout << "note: " << e.what() << "\n"
+              << "data: not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
+    return 0;
+  }
   const RunConfig& c = job.config;
   int64_t batch = c.data.batch_size, accum = c.train.grad_accum_steps;
   int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes, world = c.world.world_size();

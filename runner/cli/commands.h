@@ -26,7 +26,7 @@ struct TrainState {
 
 // `trainrun RECIPE.yaml [overrides]`; `argv` relaunches us as the workers.
 int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state);
-int cmd_check(const std::vector<std::string>& args, bool schedule);
+int cmd_check(const std::vector<std::string>& args, bool schedule, bool download);
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint);
 // `args` is `RECIPE [overrides] [IMAGE...]`; `images` are those given with --images.
 int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,

@@ -1,5 +1,6 @@
 #include "runner/recipe/job.h"
 
+#include "components/data/download.h"
 #include "runner/distributed/accelerator.h"
 #include "runner/io/download.h"
 #include "runner/io/hf_hub.h"
@@ -268,7 +269,9 @@ Job build_job(Recipe recipe, const JobOptions& options) {
     throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
 
   if (options.data) {
+    defer_dataset_downloads(!options.download);  // check: DownloadDeferred says what a run would fetch
     job.data = Registry<Dataset>::instance().get(job.config.dataset).make(job.recipe.section("data.dataset"));
+    defer_dataset_downloads(false);
     job.data.train = limit(job.data.train, root["data"]["max_train_samples"]);
     job.data.eval = limit(job.data.eval, root["data"]["max_eval_samples"]);
     if (job.data.train->size() == 0) throw DataError("data.dataset: the training split is empty");

@@ -145,13 +145,22 @@ class DatasetDownload : public ::testing::Test {
 
 // The recipe `trainrun check` runs: the quickstart's basicnet on a downloaded MNIST.
 std::string check_mnist(const std::string& root, const std::string& out) {
-  return test::trainrun("check " + test::source("recipes/quickstart.yaml") + " 'data.dataset={name: mnist, root: " + root +
+  return test::trainrun("check --download " + test::source("recipes/quickstart.yaml") + " 'data.dataset={name: mnist, root: " + root +
                         ", download: true}' world.nproc_per_node=1 data.batch_size=4 data.eval_batch_size=5 output.dir=" +
                         out);
 }
 
 TEST_F(DatasetDownload, MnistFetchesTheFourFilesOnceAndTrainrunCheckBuildsIt) {
   std::string md5s = serve_mnist();
+  // Without --download, check fetches nothing and says what a run would.
+  std::string plain = check_mnist(dir / "data/mnist", dir / "run");
+  plain.replace(plain.find("check --download "), 17, "check ");
+  auto planned = test::run(env(md5s) + plain);
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("note: data.dataset: MNIST train-images-idx3-ubyte.gz would be downloaded from " + url_ +
+                             "/train-images-idx3-ubyte.gz into " + (dir / "data/mnist")),
+            std::string::npos) << planned.out;
+  EXPECT_TRUE(gets().empty());
   auto first = test::run(env(md5s) + check_mnist(dir / "data/mnist", dir / "run"));
   ASSERT_EQ(first.code, 0) << first.err;
   EXPECT_NE(first.out.find("data: mnist, 10 classes, 20 train / 10 test examples"), std::string::npos) << first.out;
@@ -262,7 +271,7 @@ class DatasetDownloadSlowMirror : public DatasetDownload {
 // Two processes of a node at once: one fetches and unpacks, the other waits and reads.
 TEST_F(DatasetDownloadSlowMirror, TwoProcessesOnANodeFetchAndUnpackOnce) {
   std::string md5s = serve_pets();
-  std::string check = env(md5s) + test::trainrun("check " + test::source("recipes/quickstart.yaml") +
+  std::string check = env(md5s) + test::trainrun("check --download " + test::source("recipes/quickstart.yaml") +
                                                  " 'data.dataset={name: pets_folder, root: " +
                                                  (dir / "data/oxford-pets/images") +
                                                  ", download: true, channels: 1}' 'data.train_transforms=[{resize: {size: "
