@@ -5,14 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 
 namespace trainrun {
 
@@ -103,28 +100,6 @@ std::string md5_of(const DatasetFile& file) {
   return it == overrides.end() ? file.md5 : it->second;
 }
 
-// An exclusive flock held for the object's life. The lock file stays: removing it would let a
-// third process lock a fresh inode while the second still waits on the old one.
-class FileLock {
- public:
-  FileLock(const fs::path& path, const std::string& where) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw DataError(where + ": cannot create " + path.string() + ": " + std::strerror(errno));
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) {
-        std::string why = std::strerror(errno);
-        ::close(fd_);
-        throw DataError(where + ": cannot lock " + path.string() + ": " + why);
-      }
-  }
-  ~FileLock() { ::close(fd_); }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 void make_folder(const fs::path& folder, const std::string& where) {
   std::error_code ec;
   fs::create_directories(folder, ec);
@@ -188,7 +163,13 @@ void ensure_unpacked(const DatasetSource& source, const fs::path& given_root,
                            mirrors(source).front() + source.files.front().name + " and unpacked into " + root.string());
   make_folder(parent, where);
 
-  FileLock lock(parent / ("." + source.folder + ".extract.lock"), where);
+  std::optional<FileLock> lock;
+  try {
+    lock.emplace(parent / ("." + source.folder + ".extract.lock"), where,
+                 "Waiting for another process to unpack " + source.name);
+  } catch (const DownloadError& e) {
+    throw DataError(e.what());
+  }
   if (ready(root)) return;  // another process of this node unpacked it while we waited
   if (has_entries(root))
     throw DataError(where + ": " + root.string() + " holds files but not the whole " + source.name +

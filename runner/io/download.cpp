@@ -262,26 +262,27 @@ Outcome fetch_once(const DownloadRequest& r, const fs::path& incomplete, ByteBar
   return {};
 }
 
+}  // namespace
+
 // --- the node-wide lock ---------------------------------------------------------------------
 
-class FileLock {
- public:
-  FileLock(const fs::path& path, const std::string& what) {
-    fs::create_directories(path.parent_path());
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw DownloadError(what + ": cannot create the lock " + path.string() + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-    spdlog::info("Waiting for another process to download {} (lock {})", what, path.string());
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+FileLock::FileLock(const fs::path& path, const std::string& what, const std::string& waiting) {
+  fs::create_directories(path.parent_path());
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw DownloadError(what + ": cannot create the lock " + path.string() + ": " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  spdlog::info("{} (lock {})", waiting.empty() ? "Waiting for another process: " + what : waiting, path.string());
+  while (::flock(fd_, LOCK_EX) != 0)
+    if (errno != EINTR) {
+      std::string why = std::strerror(errno);
+      ::close(fd_);
+      throw DownloadError(what + ": cannot lock " + path.string() + ": " + why);
     }
-  }
-  ~FileLock() { ::close(fd_); }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
+}
 
- private:
-  int fd_ = -1;
-};
+FileLock::~FileLock() { ::close(fd_); }
+
+namespace {
 
 fs::path with_suffix(const fs::path& p, const char* suffix) {
   fs::path out = p;
@@ -324,7 +325,8 @@ void download(const DownloadRequest& r) {
   fs::create_directories(r.destination.parent_path(), ec);
   if (ec) throw DownloadError(prefix + "cannot create " + r.destination.parent_path().string() + ": " + ec.message());
 
-  FileLock lock(r.lock.empty() ? with_suffix(r.destination, ".lock") : r.lock, what);
+  FileLock lock(r.lock.empty() ? with_suffix(r.destination, ".lock") : r.lock, what,
+                "Waiting for another process to download " + what);
   if (fs::exists(r.destination)) return;  // another process fetched it while this one waited
   spdlog::info("Downloading {} from {}", what, r.url);
   fs::path incomplete = with_suffix(r.destination, ".incomplete");

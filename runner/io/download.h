@@ -42,6 +42,21 @@ struct DownloadRequest {
 // "<what>: cannot download <url>: <why>; <offline_hint>".
 void download(const DownloadRequest& request);
 
+// An exclusive flock on `path` (created with its folder) held for the object's life: one
+// process per node at a time. Logs `waiting` when another process holds it. The lock file stays:
+// removing it would let a third process lock a fresh inode while a second still waits on the old
+// one. Throws DownloadError naming `what`.
+class FileLock {
+ public:
+  FileLock(const std::filesystem::path& path, const std::string& what, const std::string& waiting = "");
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // A response's status and headers (names lower-cased), without its body: the Hub's metadata
 // request (HEAD) before a download.
 struct HttpResponse {
