@@ -1,5 +1,7 @@
 #include "runner/io/download.h"
 
+#include "runner/logging/progress.h"
+
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -111,73 +113,6 @@ std::string curl_failure(CURLcode code, const char* errors) {
   return detail.empty() || detail == text ? text : text + " (" + detail + ")";
 }
 
-// --- the progress bar -----------------------------------------------------------------------
-
-// tqdm's unit_scale: 3 significant digits and an SI prefix ("45.1M", "100M", "1.23G").
-std::string si_size(double n) {
-  for (const char* unit : {"", "k", "M", "G", "T", "P"}) {
-    if (n < 999.5) {
-      if (n < 9.995) return fmt::format("{:.2f}{}", n, unit);
-      if (n < 99.95) return fmt::format("{:.1f}{}", n, unit);
-      return fmt::format("{:.0f}{}", n, unit);
-    }
-    n /= 1000;
-  }
-  return fmt::format("{:.1f}E", n);
-}
-
-std::string clock_text(double seconds) {
-  if (!(seconds >= 0) || seconds > 1e7) return "?";
-  auto s = std::int64_t(seconds);
-  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
-  return fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
-
-// `model.safetensors: 45%|████▌     | 45.1M/100M [00:03<00:04, 15.2MB/s]` on stderr, as
-// huggingface_hub's tqdm; only on a terminal (a log file gets the one "Downloading" line).
-class ByteBar {
- public:
-  ByteBar(std::string label, std::int64_t first)
-      : label_(std::move(label)), first_(first), tty_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
-  ~ByteBar() {
-    if (shown_) std::fputs("\n", stderr);
-  }
-  void update(std::int64_t done, std::int64_t total, bool force = false) {
-    if (!tty_) return;
-    auto now = Clock::now();
-    if (!force && shown_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    shown_ = true;
-    double elapsed = std::chrono::duration<double>(now - start_).count();
-    double rate = elapsed > 0 ? double(done - first_) / elapsed : 0;
-    std::string rate_text = si_size(rate) + "B/s";
-    if (total <= 0) {
-      std::fprintf(stderr, "\r\033[K%s: %sB [%s, %s]", label_.c_str(), si_size(double(done)).c_str(),
-                   clock_text(elapsed).c_str(), rate_text.c_str());
-      return;
-    }
-    constexpr int kWidth = 10;
-    static const char* eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
-    std::int64_t filled8 = std::min(done, total) * kWidth * 8 / total;
-    std::string bar;
-    for (std::int64_t i = 0; i < filled8 / 8; ++i) bar += "█";
-    int cells = int(filled8 / 8);
-    if (filled8 % 8 && cells < kWidth) bar += eighths[filled8 % 8], ++cells;
-    bar += std::string(std::size_t(kWidth - cells), ' ');
-    double eta = rate > 0 ? double(total - done) / rate : -1;
-    std::fprintf(stderr, "\r\033[K%s: %3d%%|%s| %s/%s [%s<%s, %s]", label_.c_str(), int(100 * done / total),
-                 bar.c_str(), si_size(double(done)).c_str(), si_size(double(total)).c_str(),
-                 clock_text(elapsed).c_str(), clock_text(eta).c_str(), rate_text.c_str());
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::string label_;
-  std::int64_t first_;
-  bool tty_, shown_ = false;
-  Clock::time_point start_, last_;
-};
-
 // --- one GET into <destination>.incomplete --------------------------------------------------
 
 struct Transfer {
@@ -188,7 +123,7 @@ struct Transfer {
   std::int64_t written = 0;
   bool started = false, refused = false;
   ResponseHead head;
-  ByteBar* bar = nullptr;
+  ByteProgress* bar = nullptr;
 };
 
 std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
@@ -218,7 +153,7 @@ struct Outcome {
   bool resumable = false;
 };
 
-Outcome fetch_once(const DownloadRequest& r, const fs::path& incomplete, ByteBar& bar) {
+Outcome fetch_once(const DownloadRequest& r, const fs::path& incomplete, ByteProgress& bar) {
   std::error_code ec;
   std::int64_t offset = fs::exists(incomplete, ec) ? std::int64_t(fs::file_size(incomplete, ec)) : 0;
   std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(incomplete.c_str(), offset > 0 ? "ab" : "wb"),
@@ -332,7 +267,7 @@ void download(const DownloadRequest& r) {
   fs::path incomplete = with_suffix(r.destination, ".incomplete");
   std::int64_t first = fs::exists(incomplete, ec) ? std::int64_t(fs::file_size(incomplete, ec)) : 0;
   {
-    ByteBar bar(r.name.empty() ? r.destination.filename().string() : r.name, first);
+    ByteProgress bar(r.name.empty() ? r.destination.filename().string() : r.name, first);
     for (int attempt = 0;; ++attempt) {
       Outcome o = fetch_once(r, incomplete, bar);
       if (o.why.empty()) break;

@@ -238,73 +238,75 @@ std::string hub_url(const HubFile& f) {
   return endpoint() + "/" + f.repo_id + "/resolve/" + quote(f.revision, "") + "/" + quote(f.filename, "/");
 }
 
-fs::path hf_hub_download(const HubFile& f) {
-  Repo repo(f);
-  std::string what = f.spec() + ": " + f.filename;
-  fs::path rel = fs::path(f.filename).lexically_normal();
-  if (f.filename.empty() || rel.is_absolute() || *rel.begin() == "..")
-    throw DownloadError(what + ": not a file name inside the repository");
+namespace {
 
-  // A commit already in the cache needs no request at all.
-  if (is_commit(f.revision) && fs::exists(repo.pointer(f.revision, f.filename))) return repo.pointer(f.revision, f.filename);
-  if (offline()) {
-    if (auto cached = hub_cached(f)) return *cached;
-    throw DownloadError(what + " is not in the cache (" + repo.cache.string() + ") and HF_HUB_OFFLINE is set");
+// Like _get_metadata_or_catch_error: when the Hub cannot answer (down, unreachable, refusing
+// this token), the revision's cached file is used; the error is raised only without one.
+fs::path cached_or_throw(const HubFile& f, const std::string& what, const std::string& why, const std::string& hint) {
+  if (auto cached = hub_cached(f)) {
+    spdlog::warn("{}: {}; using the cached {}", what, why, cached->string());
+    return *cached;
   }
+  throw DownloadError(what + ": " + why + (hint.empty() ? "" : "; " + hint));
+}
 
-  std::string url = hub_url(f);
-  std::vector<std::string> headers;
-  std::string tok = token();
-  if (!tok.empty()) headers.push_back("Authorization: Bearer " + tok);
-
-  // Like _get_metadata_or_catch_error: when the Hub cannot answer (down, unreachable, refusing
-  // this token), the revision's cached file is used; the error is raised only without one.
-  auto from_cache_or = [&](const std::string& why, const std::string& hint) -> fs::path {
-    if (auto cached = hub_cached(f)) {
-      spdlog::warn("{}: {}; using the cached {}", what, why, cached->string());
-      return *cached;
-    }
-    throw DownloadError(what + ": " + why + (hint.empty() ? "" : "; " + hint));
-  };
+// The Hub's answer to HEAD on the resolve URL as Metadata; nullopt with `fallback` set to the
+// cached file when the Hub could not answer but the revision is cached. Throws otherwise.
+std::optional<Metadata> hub_metadata(const HubFile& f, const Repo& repo, const std::string& url,
+                                     const std::vector<std::string>& headers, fs::path& fallback) {
+  const std::string what = f.spec() + ": " + f.filename;
+  const bool token = !headers.empty();
   HttpResponse r;
   try {
     r = head_resolve(url, headers);
   } catch (const DownloadError& e) {
-    return from_cache_or(e.what(), kOfflineHint);
+    fallback = cached_or_throw(f, what, e.what(), kOfflineHint);
+    return std::nullopt;
   }
-  std::string code = header(r, "x-error-code");
-  if (code == "EntryNotFound" && is_commit(header(r, "x-repo-commit"))) {
+  std::string code = header(r, "x-error-code"), commit = header(r, "x-repo-commit");
+  if (code == "EntryNotFound" && is_commit(commit)) {
     // As huggingface_hub: the file's absence at that commit is remembered in .no_exist/.
     std::error_code ec;
-    fs::path marker = repo.storage / ".no_exist" / header(r, "x-repo-commit") / f.filename;
+    fs::path marker = repo.storage / ".no_exist" / commit / f.filename;
     fs::create_directories(marker.parent_path(), ec);
     std::ofstream{marker};
-    cache_ref(repo, f.revision, header(r, "x-repo-commit"));
+    cache_ref(repo, f.revision, commit);
   }
+  std::string why;
+  std::string hint = kOfflineHint;
   if (code == "EntryNotFound" || code == "RevisionNotFound")
     throw DownloadError(what + ": repository or file not found: " + url);
-  if (code == "RepoNotFound" || r.status == 404)
-    return from_cache_or("repository or file not found: " + url, tok.empty() ? "if it is private, set HF_TOKEN" : "");
-  if (r.status == 401 || r.status == 403 || code == "GatedRepo") {
-    std::string why = "gated or private (HTTP " + std::to_string(r.status) + "): " +
-                      (tok.empty() ? "set HF_TOKEN to a token with access to " + f.repo_id
-                                   : "the token (HF_TOKEN) has no access to " + f.repo_id + "; request it on its page");
-    return from_cache_or(why, "");
+  if (code == "RepoNotFound" || r.status == 404) {
+    why = "repository or file not found: " + url;
+    hint = token ? "" : "if it is private, set HF_TOKEN";
+  } else if (r.status == 401 || r.status == 403 || code == "GatedRepo") {
+    why = "gated or private (HTTP " + std::to_string(r.status) + "): " +
+          (token ? "the token (HF_TOKEN) has no access to " + f.repo_id + "; request it on its page"
+                 : "set HF_TOKEN to a token with access to " + f.repo_id);
+    hint = "";
+  } else if (r.status >= 400) {
+    why = "cannot download " + url + ": HTTP " + std::to_string(r.status);
   }
-  if (r.status >= 400) return from_cache_or("cannot download " + url + ": HTTP " + std::to_string(r.status), kOfflineHint);
-
   Metadata m;
-  m.commit = header(r, "x-repo-commit");
-  m.etag = normalize_etag(header(r, "x-linked-etag").empty() ? header(r, "etag") : header(r, "x-linked-etag"));
-  bool redirect = r.status >= 300 && r.status <= 399;
-  m.location = redirect && !header(r, "location").empty() ? header(r, "location") : r.url;
-  std::string size = header(r, "x-linked-size").empty() && !redirect ? header(r, "content-length") : header(r, "x-linked-size");
-  if (!size.empty()) m.size = std::strtoll(size.c_str(), nullptr, 10);
-  if (m.commit.empty() || m.etag.empty() || m.size < 0)
-    return from_cache_or(url + " did not answer as the Hugging Face Hub does (no X-Repo-Commit, ETag or size); check " +
-                             "HF_ENDPOINT and the proxy settings",
-                         kOfflineHint);
+  if (why.empty()) {
+    m.commit = commit;
+    m.etag = normalize_etag(header(r, "x-linked-etag").empty() ? header(r, "etag") : header(r, "x-linked-etag"));
+    bool redirect = r.status >= 300 && r.status <= 399;
+    m.location = redirect && !header(r, "location").empty() ? header(r, "location") : r.url;
+    std::string size = header(r, "x-linked-size").empty() && !redirect ? header(r, "content-length") : header(r, "x-linked-size");
+    if (!size.empty()) m.size = std::strtoll(size.c_str(), nullptr, 10);
+    if (m.commit.empty() || m.etag.empty() || m.size < 0)
+      why = url + " did not answer as the Hugging Face Hub does (no X-Repo-Commit, ETag or size); check HF_ENDPOINT "
+                  "and the proxy settings";
+  }
+  if (why.empty()) return m;
+  fallback = cached_or_throw(f, what, why, hint);
+  return std::nullopt;
+}
 
+// The blob into blobs/<etag> (its SHA-256 checked when the etag is one), then the snapshot link.
+fs::path fetch_into_cache(const HubFile& f, const Repo& repo, const Metadata& m, const std::string& url,
+                          const std::vector<std::string>& headers) {
   fs::path blob = repo.storage / "blobs" / m.etag;
   fs::path pointer = repo.pointer(m.commit, f.filename);
   if (fs::exists(pointer)) {
@@ -322,18 +324,39 @@ fs::path hf_hub_download(const HubFile& f) {
   d.url = m.location;
   d.destination = blob;
   d.size = m.size;
-  // An LFS file's etag is its sha256: checked before the blob takes its name.
   static const std::regex sha256("^[0-9a-f]{64}$");
   if (std::regex_match(m.etag, sha256)) d.sha256 = m.etag;
   // The CDN's URL is signed: the token goes only to the Hub itself.
   if (origin(m.location) == origin(url)) d.headers = headers;
-  d.what = what;
+  d.what = f.spec() + ": " + f.filename;
   d.name = f.filename;
   d.offline_hint = kOfflineHint;
   d.lock = repo.cache / ".locks" / repo_folder(f.repo_id) / (m.etag + ".lock");
   download(d);
   if (!fs::exists(pointer)) link_snapshot(blob, pointer);
   return pointer;
+}
+
+}  // namespace
+
+fs::path hf_hub_download(const HubFile& f) {
+  Repo repo(f);
+  std::string what = f.spec() + ": " + f.filename;
+  fs::path rel = fs::path(f.filename).lexically_normal();
+  if (f.filename.empty() || rel.is_absolute() || *rel.begin() == "..")
+    throw DownloadError(what + ": not a file name inside the repository");
+  // A commit already in the cache needs no request at all.
+  if (is_commit(f.revision) && fs::exists(repo.pointer(f.revision, f.filename))) return repo.pointer(f.revision, f.filename);
+  if (offline()) {
+    if (auto cached = hub_cached(f)) return *cached;
+    throw DownloadError(what + " is not in the cache (" + repo.cache.string() + ") and HF_HUB_OFFLINE is set");
+  }
+  std::string url = hub_url(f);
+  std::vector<std::string> headers;
+  if (std::string tok = token(); !tok.empty()) headers.push_back("Authorization: Bearer " + tok);
+  fs::path fallback;
+  std::optional<Metadata> m = hub_metadata(f, repo, url, headers, fallback);
+  return m ? fetch_into_cache(f, repo, *m, url, headers) : fallback;
 }
 
 }  // namespace trainrun

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -15,6 +16,30 @@ std::string clock_text(double seconds) {
   auto s = int64_t(seconds);
   if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+// The bar's cells: full blocks, then one eighth-block for the remainder, then spaces.
+std::string bar_cells(int64_t done, int64_t total, int width) {
+  static const char* eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
+  int64_t filled8 = std::min(done, total) * width * 8 / total;
+  std::string bar;
+  for (int64_t i = 0; i < filled8 / 8; ++i) bar += "█";
+  int cells = int(filled8 / 8);
+  if (filled8 % 8 && cells < width) bar += eighths[filled8 % 8], ++cells;
+  return bar + std::string(std::size_t(width - cells), ' ');
+}
+
+// tqdm's unit_scale: 3 significant digits and an SI prefix ("45.1M", "100M", "1.23G").
+std::string si_size(double n) {
+  for (const char* unit : {"", "k", "M", "G", "T", "P"}) {
+    if (n < 999.5) {
+      if (n < 9.995) return fmt::format("{:.2f}{}", n, unit);
+      if (n < 99.95) return fmt::format("{:.1f}{}", n, unit);
+      return fmt::format("{:.0f}{}", n, unit);
+    }
+    n /= 1000;
+  }
+  return fmt::format("{:.1f}E", n);
 }
 
 }  // namespace
@@ -52,14 +77,7 @@ void Progress::draw(int64_t step) {
     std::fflush(stdout);
     return;
   }
-  constexpr int kWidth = 20;
-  static const char* eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
-  int64_t filled8 = step * kWidth * 8 / total_;
-  std::string bar;
-  for (int64_t i = 0; i < filled8 / 8; ++i) bar += "█";
-  int cells = int(filled8 / 8);
-  if (filled8 % 8 && cells < kWidth) bar += eighths[filled8 % 8], ++cells;
-  bar += std::string(std::size_t(kWidth - cells), ' ');
+  std::string bar = bar_cells(step, total_, 20);
   std::printf("\r\033[K%3d%%|%s| %lld/%lld [%s<%s, %s]", pct, bar.c_str(), (long long)step, (long long)total_,
               clock_text(elapsed).c_str(), clock_text(eta).c_str(), rate_text.c_str());
   std::fflush(stdout);
@@ -80,6 +98,34 @@ void Progress::close() {
   std::fflush(stdout);
   shown_ = false;
   enabled_ = false;
+}
+
+ByteProgress::ByteProgress(std::string label, int64_t first)
+    : label_(std::move(label)), first_(first), tty_(::isatty(STDERR_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()) {}
+
+ByteProgress::~ByteProgress() {
+  if (shown_) std::fputs("\n", stderr);
+}
+
+void ByteProgress::update(int64_t done, int64_t total, bool force) {
+  if (!tty_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (!force && shown_ && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  shown_ = true;
+  double elapsed = std::chrono::duration<double>(now - start_).count();
+  double rate = elapsed > 0 ? double(done - first_) / elapsed : 0;
+  std::string rate_text = si_size(rate) + "B/s";
+  if (total <= 0) {
+    std::fprintf(stderr, "\r\033[K%s: %sB [%s, %s]", label_.c_str(), si_size(double(done)).c_str(),
+                 clock_text(elapsed).c_str(), rate_text.c_str());
+    return;
+  }
+  double eta = rate > 0 ? double(total - done) / rate : -1;
+  std::fprintf(stderr, "\r\033[K%s: %3d%%|%s| %s/%s [%s<%s, %s]", label_.c_str(), int(100 * done / total),
+               bar_cells(done, total, 10).c_str(), si_size(double(done)).c_str(), si_size(double(total)).c_str(),
+               clock_text(elapsed).c_str(), clock_text(eta).c_str(), rate_text.c_str());
 }
 
 }  // namespace trainrun

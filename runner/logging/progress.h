@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace trainrun {
 
@@ -24,6 +25,22 @@ class Progress {
   bool enabled_, tty_;
   bool shown_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+// A download's bar, as huggingface_hub's tqdm: `model.safetensors: 45%|████▌     | 45.1M/100M
+// [00:03<00:04, 15.2MB/s]` on stderr, only on a terminal. `first` is the byte a resumed download
+// starts from (the rate counts this session's bytes).
+class ByteProgress {
+ public:
+  ByteProgress(std::string label, int64_t first);
+  ~ByteProgress();
+  void update(int64_t done, int64_t total, bool force = false);
+
+ private:
+  std::string label_;
+  int64_t first_;
+  bool tty_, shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
 };
 
 }  // namespace trainrun
