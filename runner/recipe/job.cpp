@@ -173,6 +173,23 @@ void resolve_precision(Job& job) {
   job.precision_reason = feature.empty() ? "auto: this CPU has no bf16 units" : "auto: this CPU has " + feature;
 }
 
+// memory_format: auto is channels_last for a model that prefers it where NHWC convolutions are
+// fast (oneDNN on a CPU, CUDA); the conv weights are made NHWC here, as model.to(memory_format=
+// torch.channels_last) does, and the trainer feeds NHWC inputs.
+void resolve_memory_format(Job& job) {
+  const std::string& wanted = job.config.memory_format;
+  if (wanted == "contiguous") return;
+  if (wanted == "auto") {
+    if (!job.model->prefers_channels_last()) return;
+    if (job.device != "cuda" && !at::hasMKLDNN()) return;
+    job.memory_format_reason = job.device == "cuda" ? "auto: convolutions on CUDA" : "auto: oneDNN convolutions";
+  }
+  job.channels_last = true;
+  torch::NoGradGuard no_grad;
+  for (auto& p : job.model->parameters())
+    if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+}
+
 // The `auto` values the typed views need resolved: threads_per_proc and eval_batch_size.
 void resolve_auto_values(YAML::Node root) {
   YAML::Node world = root["world"];
@@ -279,6 +296,7 @@ Job build_job(Recipe recipe, const JobOptions& options) {
     job.data.classes = options.classes;
   }
   build_model(job, options);
+  resolve_memory_format(job);
   InputConfig input = job.model->input_config();
   job.train_transforms = build_transforms(root["data"]["train_transforms"], input, "data.train_transforms");
   job.eval_transforms = build_transforms(root["data"]["eval_transforms"], input, "data.eval_transforms");

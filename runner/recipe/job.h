@@ -25,6 +25,8 @@ struct Job {
   std::string device = "cpu";
   std::string precision = "fp32";  // resolved: fp32 | bf16 | fp16
   std::string precision_reason;    // why, when the recipe said auto (the banner shows it)
+  bool channels_last = false;      // memory_format resolved: the model's 4-D weights and inputs are NHWC
+  std::string memory_format_reason;
   int64_t threads = 1;
   std::vector<std::string> notes;  // things the log should say (re-initialised classifier, ...)
 

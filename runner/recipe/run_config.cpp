@@ -79,6 +79,7 @@ RunConfig RunConfig::from(const YAML::Node& root) {
   c.optimizer = root["optimizer"]["name"].as<std::string>();
   c.scheduler = root["scheduler"]["name"].as<std::string>();
   c.precision = root["precision"].as<std::string>();
+  c.memory_format = root["memory_format"].as<std::string>();
   c.data = data_config(root["data"]);
   c.train = train_config(root["train"]);
   c.output = output_config(root["output"]);

@@ -64,6 +64,7 @@ struct RunConfig {
   uint64_t seed = 42;
   std::string model, dataset, optimizer, scheduler;  // the registry names the sections chose
   std::string precision = "fp32";                    // as written: fp32 | bf16 | fp16 | auto
+  std::string memory_format = "auto";                // as written: auto | contiguous | channels_last
   DataConfig data;
   TrainConfig train;
   CheckpointOptions output;

@@ -27,6 +27,10 @@ Schema top_level_schema() {
       .add("scheduler", Type::Map, map_of({{"name", Node("constant")}}), "`name` from `trainrun list schedulers` + its parameters")
       .add("precision", Type::String, Node("fp32"), "fp32 | bf16 (autocast) | fp16 (CUDA only) | auto (fp16 on CUDA; bf16 on a CPU with bf16 units, else fp32)")
       .choices({"fp32", "bf16", "fp16", "auto"})
+      .add("memory_format", Type::String, Node("auto"),
+           "contiguous | channels_last (NHWC activations and conv weights, as model.to(memory_format=torch.channels_last)) | "
+           "auto (channels_last for convolutional nets where oneDNN or CUDA runs them faster)")
+      .choices({"auto", "contiguous", "channels_last"})
       .add("freeze", Type::List, Node(YAML::NodeType::Sequence),
            "ordered rules {params: GLOB, trainable: BOOL}; last match wins")
       .add("train", Type::Map, Node(YAML::NodeType::Map), "the training loop")

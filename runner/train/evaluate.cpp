@@ -22,6 +22,7 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     at::Tensor x = batch->inputs.to(acc.device()), y = batch->targets.to(acc.device());
+    if (job.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor out;
     {
       Autocast autocast(job.precision, acc.device());

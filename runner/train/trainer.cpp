@@ -67,8 +67,11 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
   spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}), {} threads per process",
                world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
                acc.backend(), world.launcher, job.threads);
-  spdlog::info("  Device = {}, precision = {}{}", acc.device().str(), job.precision,
-               job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")");
+  spdlog::info("  Device = {}, precision = {}{}{}", acc.device().str(), job.precision,
+               job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")",
+               !job.channels_last ? ""
+               : job.memory_format_reason.empty() ? ", memory format = channels_last"
+                                                  : ", memory format = channels_last (" + job.memory_format_reason + ")");
 }
 
 // The Trainer's lines on resuming from a checkpoint.
@@ -222,6 +225,7 @@ bool Trainer::forward_backward(const Batch& batch) {
   const bool closes_step = micro % accum == 0 || micro == length_.batches_per_epoch;
   ddp_->set_gradient_sync(closes_step);
   at::Tensor x = batch.inputs.to(acc_->device()), y = batch.targets.to(acc_->device());
+  if (job_.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor out;
   {
     Autocast autocast(job_.precision, acc_->device());

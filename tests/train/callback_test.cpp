@@ -167,8 +167,9 @@ TEST_F(Callbacks, PluginCallbackFromARecipe) {
   for (; std::getline(csv, row); ++i) {
     ASSERT_LT(i, lines.size()) << row;
     EXPECT_EQ(row.substr(0, row.find(',')), std::to_string(lines[i]["step"].get<int64_t>())) << row;
-    if (lines[i].contains("loss"))
+    if (lines[i].contains("loss")) {
       EXPECT_NE(row.find(fmt::format("{}", lines[i]["loss"].get<double>())), std::string::npos) << row;
+    }
   }
   EXPECT_EQ(i, lines.size());
 
