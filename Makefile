@@ -1,14 +1,18 @@
-# Thin wrapper: set-up (apt packages), CMake build, then the quickstart or the tests.
+# Thin wrapper: set-up (apt packages), CMake build, then the quickstart, the tests or the benchmark.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build setup setup-test clean
+.PHONY: demo test bench build setup setup-test clean
 
 demo: setup build
 	$(BUILD)/trainrun recipes/quickstart.yaml
 
 test: setup-test build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# trainrun against the PyTorch scripts (bench/README.md); e.g. make bench BENCH_ARGS="--rows pets --rounds 5"
+bench: setup-test build
+	bench/compare --trainrun $(BUILD)/trainrun $(BENCH_ARGS)
 
 setup:
 	@scripts/setup.sh

@@ -1,25 +1,28 @@
-"""PyTorch's own loop for recipes/quickstart.yaml, for comparing time and accuracy on one machine.
+"""PyTorch's own loop for recipes/quickstart.yaml, for comparing time and accuracy on one machine
+(and bench/compare's Python side of the BasicNet rows).
 
-BasicNet (pytorch/examples mnist Net) on Fashion-MNIST, AdamW lr 1e-3, batch 64, shuffled,
-ToTensor + Normalize((0.1307,), (0.3081,)) per example as the MNIST example does, 1 data worker,
-1 epoch, then evaluation on the 10,000 test images in batches of 1000.
+BasicNet (pytorch/examples mnist Net) on Fashion-MNIST, AdamW lr 1e-3, batch 64 per process,
+shuffled (DistributedSampler over gloo with --nproc 2), ToTensor + Normalize((0.1307,), (0.3081,))
+per example as the MNIST example does, 1 data worker, 1 epoch, then evaluation on the 10,000 test
+images in batches of 1000 (--no-eval skips it).
 
-usage: /usr/bin/python3 bench/pytorch_quickstart.py [--threads 2] [--root /usr/share/datasets/fashion-mnist]
+usage: /usr/bin/python3 bench/pytorch_quickstart.py [--threads 2] [--nproc 1] [--data /usr/share/datasets/fashion-mnist]
 """
-import argparse
-import json
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import transforms
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "py"))
-from basicnet_eval import Net, idx  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "py"))
+import common  # noqa: E402
+from common import arg_parser, fit, init_process, launch, train_loader  # noqa: E402
+from basicnet_eval import Net, idx  # noqa: E402  (tests/py, put on the path by common)
+
+INPUT_SHAPE, NUM_CLASSES = (1, 28, 28), 10
 
 
 class Idx(Dataset):
@@ -35,27 +38,20 @@ class Idx(Dataset):
         return self.transform(Image.fromarray(self.images[i], mode="L")), int(self.labels[i])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--root", default="/usr/share/datasets/fashion-mnist")
-    ap.add_argument("--workers", type=int, default=1)
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(42)
+def build(args, steps_per_epoch, num_classes=NUM_CLASSES):
+    """The model, optimizer and (no) scheduler; bench/py/floor.py builds the same."""
+    model = Net()  # 10 classes, as in the MNIST example
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3), None
+
+
+def train_step(model, opt, scheduler, x, y, args):
+    return common.train_step(model, opt, scheduler, x, y, args, loss_fn=F.nll_loss)
+
+
+def evaluate(model, args):
+    model = getattr(model, "module", model)  # DDP's wrapped model
     tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
-    train = DataLoader(Idx(args.root, "train", tf), batch_size=64, shuffle=True, num_workers=args.workers)
-    test = DataLoader(Idx(args.root, "t10k", tf), batch_size=1000, num_workers=args.workers)
-    model = Net()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    start = time.time()
-    model.train()
-    for x, y in train:
-        opt.zero_grad()
-        loss = F.nll_loss(model(x), y)
-        loss.backward()
-        opt.step()
-    train_time = time.time() - start
+    test = DataLoader(Idx(args.data, "t10k", tf), batch_size=1000, num_workers=args.workers)
     model.eval()
     correct, total, loss_sum = 0, 0, 0.0
     with torch.no_grad():
@@ -64,8 +60,28 @@ def main():
             loss_sum += F.nll_loss(out, y, reduction="sum").item()
             correct += (out.argmax(1) == y).sum().item()
             total += len(y)
-    print(json.dumps({"train_runtime": round(train_time, 2), "eval_accuracy": correct / total,
-                      "eval_loss": loss_sum / total, "threads": args.threads, "workers": args.workers}))
+    return {"eval_accuracy": correct / total, "eval_loss": loss_sum / total}
+
+
+def worker(rank, args):
+    init_process(rank, args)
+    torch.manual_seed(args.seed)
+    tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
+    train_set = Idx(args.data, "train", tf)
+    if args.max_train_samples:
+        train_set = Subset(train_set, range(args.max_train_samples))
+    loader = train_loader(train_set, args)
+    model, opt, scheduler = build(args, len(loader))
+    model, clock = fit(model, opt, scheduler, loader, train_step, rank, args)
+    metrics = evaluate(model, args) if args.eval and rank == 0 else {}
+    clock.finish(examples=len(train_set), threads=args.threads, workers=args.workers, nproc=args.nproc, **metrics)
+
+
+def main():
+    ap = arg_parser(__doc__.splitlines()[0], batch=64, workers=1, data="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--no-eval", dest="eval", action="store_false", help="train only")
+    ap.set_defaults(threads=2)
+    launch(worker, ap.parse_args())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+"""What every Python side of bench/compare shares: the command line, the processes, the loop
+(DistributedSampler, DDP, `for epoch / for batch`, the step as cv_example.py writes it), and the
+two lines bench/compare reads (the first-step marker and the summary). A side script holds what
+differs: its data set, model, optimizer and scheduler, as that workload's users write them.
+
+With --nproc N the script starts itself under torchrun (Debian's, through tests/py/torchrun.py's
+Python 3.11 fix), as `accelerate launch` starts cv_example.py: one fresh interpreter per rank,
+meeting over gloo. Not torch.multiprocessing.spawn: in a spawned process multiprocessing's default
+start method is spawn, so every DataLoader worker would re-import torch and unpickle the dataset
+each epoch, a cost users of torchrun do not pay. torchrun checks on its workers every 0.1 s here
+instead of every 5 s, so that the wall time does not carry up to 5 s of its polling after the last
+rank has exited. Each rank sets torch.set_num_threads(--threads).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+TESTS_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "py")
+sys.path.insert(0, TESTS_PY)  # basicnet_eval.Net, timm_resnet.resnet50d: the tests' PyTorch models
+
+FIRST_STEP_MARKER = "BENCH first optimizer step done"
+
+
+def arg_parser(description, batch, workers, data=None):
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--data", required=data is None, default=data, help="dataset folder")
+    ap.add_argument("--nproc", type=int, default=1, help="processes (DDP over gloo when > 1)")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per process")
+    ap.add_argument("--batch", type=int, default=batch, help="batch per process")
+    ap.add_argument("--workers", type=int, default=workers, help="DataLoader(num_workers=) per process")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--max-train-samples", type=int, default=None, help="the first N training examples")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="bf16 = CPU autocast")
+    ap.add_argument("--port", type=int, default=29500, help="rendezvous port on 127.0.0.1")
+    ap.add_argument("--seed", type=int, default=42)
+    return ap
+
+
+def launch(worker, args):
+    """worker(rank, args) on args.nproc processes: this script again under torchrun when nproc > 1."""
+    if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
+        torchrun = [sys.executable, os.path.join(TESTS_PY, "torchrun.py"), "--nproc_per_node", str(args.nproc),
+                    "--master_addr", "127.0.0.1", "--master_port", str(args.port), "--monitor_interval", "0.1"]
+        sys.exit(subprocess.call(torchrun + sys.argv))
+    worker(int(os.environ.get("RANK", 0)), args)
+
+
+def init_process(rank, args):
+    torch.set_num_threads(args.threads)
+    if args.nproc > 1:
+        dist.init_process_group("gloo")  # torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+
+
+def autocast(args):
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
+
+
+def train_loader(dataset, args):
+    """Shuffled batches of this rank's share (DistributedSampler, as Accelerate's prepare() shards)."""
+    sampler = DistributedSampler(dataset, shuffle=True, seed=args.seed) if args.nproc > 1 else None
+    return DataLoader(dataset, batch_size=args.batch, shuffle=sampler is None, sampler=sampler,
+                      num_workers=args.workers)
+
+
+def train_step(model, optimizer, scheduler, images, labels, args, loss_fn=F.cross_entropy):
+    """One optimizer step, as cv_example.py writes it (autocast around the forward; the loss in fp32)."""
+    with autocast(args):
+        outputs = model(images)
+    loss = loss_fn(outputs.float(), labels)
+    loss.backward()
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    optimizer.zero_grad()
+    return loss
+
+
+def fit(model, optimizer, scheduler, loader, train_step, rank, args):
+    """The training loop every side runs: DDP, then epochs of train_step over the loader's batches."""
+    if args.nproc > 1:
+        model = DDP(model)
+    clock = StepClock(rank)
+    for epoch in range(args.epochs):
+        if isinstance(loader.sampler, DistributedSampler):
+            loader.sampler.set_epoch(epoch)
+        model.train()
+        for batch in loader:
+            images, labels = (batch["image"], batch["label"]) if isinstance(batch, dict) else batch  # cv_example: dicts
+            train_step(model, optimizer, scheduler, images, labels, args)
+            clock.step_done()
+    clock.stop()
+    return model, clock
+
+
+class StepClock:
+    """Times the loop: prints the marker after the first optimizer step (rank 0), and the summary."""
+
+    def __init__(self, rank):
+        self.rank, self.steps, self.start, self.runtime = rank, 0, time.perf_counter(), None
+
+    def step_done(self):
+        self.steps += 1
+        if self.steps == 1 and self.rank == 0:
+            print(FIRST_STEP_MARKER, flush=True)
+
+    def stop(self):
+        self.runtime = time.perf_counter() - self.start
+
+    def finish(self, **extra):
+        if self.rank == 0:
+            print("BENCH " + json.dumps({"train_runtime": self.runtime, "steps": self.steps, **extra}), flush=True)
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,74 @@
+"""Synthetic data sets for bench/compare, written once into its work folder (kept between runs).
+
+  stl10 ROOT --train N --test M   ROOT/train_X.bin ... in STL-10's binary layout: per image 3 planes
+                                  (R, G, B) of 96x96 uint8, each plane column-major; labels one
+                                  byte each, 1..10 (components/data/stl10.cpp reads it so).
+  pets ROOT --images N            N 500x375 JPEG "photos" named like Oxford-IIIT Pet's files
+                                  (Abyssinian_1.jpg, beagle_1.jpg, ...; 4 breeds): smooth colour
+                                  fields plus sensor-like noise, so that they decode and compress
+                                  like photographs rather than like flat or random images.
+
+The content only has to cost what real images cost to read: the labels are random.
+"""
+import argparse
+import os
+
+import numpy as np
+from PIL import Image
+
+BREEDS = ["Abyssinian", "Bengal", "beagle", "pug"]
+
+
+def write_stl10(root, n_train, n_test, seed=0):
+    rng = np.random.default_rng(seed)
+    os.makedirs(root, exist_ok=True)
+    for split, n in (("train", n_train), ("test", n_test)):
+        x_path, y_path = os.path.join(root, f"{split}_X.bin"), os.path.join(root, f"{split}_y.bin")
+        if os.path.exists(y_path) and os.path.getsize(y_path) == n and os.path.getsize(x_path) == n * 3 * 96 * 96:
+            continue
+        with open(x_path + ".tmp", "wb") as f:
+            for start in range(0, n, 256):
+                hwc = rng.integers(0, 256, (min(256, n - start), 96, 96, 3), dtype=np.uint8)
+                f.write(np.ascontiguousarray(hwc.transpose(0, 3, 2, 1)).tobytes())  # [y][x][c] -> [c][x][y]
+        rng.integers(1, 11, n, dtype=np.uint8).tofile(y_path + ".tmp")
+        os.replace(x_path + ".tmp", x_path)
+        os.replace(y_path + ".tmp", y_path)
+
+
+def photo(rng, width=500, height=375):
+    """A smooth random colour field (a bicubic blow-up of a few control points), a light gradient and noise."""
+    coarse = rng.integers(0, 256, (rng.integers(3, 7), rng.integers(4, 9), 3), dtype=np.uint8)
+    field = np.asarray(Image.fromarray(coarse).resize((width, height), Image.BICUBIC), dtype=np.float32)
+    field += np.linspace(-30, 30, width, dtype=np.float32)[None, :, None] * rng.uniform(-1, 1)
+    field += rng.normal(0, 6, field.shape).astype(np.float32)
+    return Image.fromarray(np.clip(field, 0, 255).astype(np.uint8))
+
+
+def write_pets(root, n, seed=0):
+    os.makedirs(root, exist_ok=True)
+    names = [f"{BREEDS[i % len(BREEDS)]}_{i // len(BREEDS) + 1}.jpg" for i in range(n)]
+    for stale in set(f for f in os.listdir(root) if f.endswith(".jpg")) - set(names):
+        os.remove(os.path.join(root, stale))  # the split sizes depend on the file count
+    if all(os.path.exists(os.path.join(root, name)) for name in names):
+        return
+    rng = np.random.default_rng(seed)
+    for name in names:
+        photo(rng).save(os.path.join(root, name), quality=90)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("kind", choices=["stl10", "pets"])
+    ap.add_argument("root")
+    ap.add_argument("--train", type=int, default=3200)
+    ap.add_argument("--test", type=int, default=64)
+    ap.add_argument("--images", type=int, default=320)
+    args = ap.parse_args()
+    if args.kind == "stl10":
+        write_stl10(args.root, args.train, args.test)
+    else:
+        write_pets(args.root, args.images)
+
+
+if __name__ == "__main__":
+    main()
