@@ -105,14 +105,14 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
 }
 
 // Starts `command` in the background with stdout/stderr in dir/out and dir/err, waits for its
-// first logged loss (or the first stdout line containing `after`), SIGKILLs the worker whose
-// RANK is `rank`, and waits for the command.
+// first logged loss (or the first stdout line containing `after`), SIGKILLs the worker that
+// names itself trainrun-rank<rank> (any launcher), and waits for the command.
 // Prints "rc=<exit code> secs=<seconds from the kill to the end>".
 inline std::string kill_rank_after_first_log(const std::string& command, const std::string& dir, int rank,
                                              const std::string& after = "loss") {
   return "bash -c '" + command + " >" + dir + "/out 2>" + dir + "/err & L=$!; " +
          "for i in $(seq 600); do grep -q \"" + after + "\" " + dir + "/out && break; sleep 0.1; done; " +
-         "for p in $(pgrep -P $L); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep -qx RANK=" + std::to_string(rank) +
+         "for p in $(pgrep -P $L); do grep -qx trainrun-rank" + std::to_string(rank) + " /proc/$p/comm" +
          " && kill -9 $p; done; s=$(date +%s); wait $L; echo rc=$? secs=$(( $(date +%s) - s ))'";
 }
 

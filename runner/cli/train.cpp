@@ -7,6 +7,11 @@
 #include "runner/recipe/preflight.h"
 #include "runner/train/trainer.h"
 
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+
+#include <cstdlib>
+
 namespace trainrun::cli {
 namespace {
 
@@ -23,6 +28,14 @@ LaunchOptions launch_options(const WorldConfig& w) {
   return o;
 }
 
+// Workers are forked from the launcher (launcher.h) where LibTorch has no CUDA, so no CUDA
+// context can exist; TRAINRUN_WORKER_START=exec asks for fresh processes anyway.
+bool fork_workers() {
+  const char* start = std::getenv("TRAINRUN_WORKER_START");
+  if (start && std::string(start) == "exec") return false;
+  return !at::hasCUDA();
+}
+
 }  // namespace
 
 int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state) {
@@ -30,7 +43,11 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   if (world) {
     state.rank = world->rank;
     setup_console_logging(state.rank);
+    if (world->distributed()) name_worker_process(world->rank);
   }
+  // Until the Trainer sets job.threads, one thread: a launcher forks its workers (launcher.h),
+  // which needs it to hold no OpenMP pool.
+  if (!world) at::set_num_threads(1);
   Job job = load_job(args);
   check_resume_option(job.config.output);
   const int64_t world_size = world ? world->world_size : job.config.world.world_size();
@@ -42,8 +59,17 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   }
   LaunchOptions o = launch_options(job.config.world);
   o.master_port = reserve_master_port(o);
+  o.fork_workers = fork_workers();
   state.started = true;
-  return launch(argv, o);
+  std::optional<int> code = launch(argv, o);
+  if (code) return *code;
+  // A worker forked from the launcher above: the job is built already.
+  world = WorldInfo::from_env();
+  state.rank = world->rank;
+  setup_console_logging(state.rank);
+  name_worker_process(world->rank);
+  train(job, *world);
+  return 0;
 }
 
 }  // namespace trainrun::cli

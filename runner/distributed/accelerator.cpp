@@ -1,6 +1,7 @@
 #include "runner/distributed/accelerator.h"
 
 #include "runner/distributed/process_group.h"
+#include "runner/distributed/tcp_probe.h"
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -188,6 +189,8 @@ Accelerator::Accelerator(WorldInfo world, AcceleratorOptions options) : world_(s
       o.isServer = world_.rank == 0 && !agent_store;
       o.numWorkers = size_t(world_.world_size);
       o.timeout = options_.timeout;
+      if (!o.isServer && !wait_until_listening(world_.master_addr, o.port, options_.timeout))
+        throw std::runtime_error("no connection accepted");
       store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, o);
       if (agent_store)
         store = c10::make_intrusive<c10d::PrefixStore>(

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 namespace trainrun {
@@ -62,17 +63,33 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return out;
 }
 
-// Starts a worker in process group `group` (0: a new group led by the worker). Only
-// async-signal-safe calls between fork and exec: the launcher may already run threads.
-pid_t spawn(std::vector<std::string> argv, std::vector<std::string> env, pid_t group) {
+void reset_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  ::sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) ::sigaction(s, &sa, nullptr);
+}
+
+// Starts a worker in process group `group` (0: a new group led by the worker). exec: only
+// async-signal-safe calls between fork and exec, as the launcher may run threads. Otherwise
+// the child returns 0 with `vars` in its environment and goes on as the worker.
+pid_t spawn(std::vector<std::string> argv, const std::vector<std::pair<std::string, std::string>>& vars,
+            pid_t group, bool exec) {
+  std::vector<std::string> env = exec ? environment_with(vars) : std::vector<std::string>{};
   std::vector<char*> args = c_strings(argv), envp = c_strings(env);
   pid_t parent = ::getpid();
+  std::fflush(nullptr);  // nothing buffered is written twice
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, group);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a launcher killed with SIGKILL leaves no workers behind
     if (::getppid() != parent) ::_exit(127);
+    if (!exec) {
+      reset_signals();
+      for (auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
+      return 0;
+    }
     ::execve("/proc/self/exe", args.data(), envp.data());
     const char msg[] = "trainrun: cannot start a worker\n";
     (void)!::write(2, msg, sizeof msg - 1);
@@ -85,15 +102,17 @@ pid_t spawn(std::vector<std::string> argv, std::vector<std::string> env, pid_t g
 struct Outcome {
   int failed_rank = -1;
   int status = 0;
+  bool worker = false;  // this is a forked worker, not the launcher
 };
 
 Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, int64_t attempt) {
   int64_t world = o.nproc_per_node * o.nnodes;
+  const bool exec = !o.fork_workers || running_threads() != 1;
   std::vector<pid_t> pids;
   pid_t group = 0;
   for (int64_t local = 0; local < o.nproc_per_node; ++local) {
     int64_t rank = o.node_rank * o.nproc_per_node + local;
-    pids.push_back(spawn(argv, environment_with({{"RANK", std::to_string(rank)},
+    pids.push_back(spawn(argv, {{"RANK", std::to_string(rank)},
                                 {"LOCAL_RANK", std::to_string(local)},
                                 {"WORLD_SIZE", std::to_string(world)},
                                 {"LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node)},
@@ -103,8 +122,9 @@ Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, 
                                 {"MASTER_PORT", std::to_string(o.master_port)},
                                 {"TRAINRUN_INIT_METHOD", o.init_method},
                                 {"TRAINRUN_LAUNCHER", "trainrun"},
-                                {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)}}),
-                         group));
+                                {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)}},
+                         group, exec));
+    if (pids.back() == 0) return Outcome{-1, 0, true};
     if (!group) group = pids.front();
     g_workers = group;
   }
@@ -164,13 +184,28 @@ int64_t reserve_master_port(const LaunchOptions& o) {
   return ntohs(addr.sin_port);
 }
 
-int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
+void name_worker_process(int64_t rank) {
+  std::string name = "trainrun-rank" + std::to_string(rank);
+  ::prctl(PR_SET_NAME, name.substr(0, 15).c_str());
+}
+
+int64_t running_threads() {
+  std::error_code ec;
+  int64_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    ++n;
+  return n;
+}
+
+std::optional<int> launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
   ::sigemptyset(&sa.sa_mask);
   for (int s : {SIGINT, SIGTERM, SIGUSR1}) ::sigaction(s, &sa, nullptr);
   for (int64_t attempt = 0;; ++attempt) {
     Outcome out = run_world(argv, options, attempt);
+    if (out.worker) return std::nullopt;
     int code = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;
     // A signal here, or one a scheduler sent to every process: the workers stopped together
     // after a checkpoint (130 interrupted, 138 pre-empted); no failure to restart from.

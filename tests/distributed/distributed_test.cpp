@@ -73,6 +73,39 @@ TEST_F(Distributed, TwoRanksEqualOneRankWithTheCombinedBatch) {
   }
 }
 
+// Workers forked from the launcher (the default with a CPU-only LibTorch) train bit for bit as
+// workers started afresh (TRAINRUN_WORKER_START=exec), and really are forks: a forked worker's
+// initial environment (/proc/PID/environ) is the launcher's, without RANK; an exec'd one has it.
+TEST_F(Distributed, ForkedWorkersTrainAsExecutedOnes) {
+  std::string common = recipe + " world.nproc_per_node=2 world.master_port=0 data.max_train_samples=640 "
+                       "data.max_eval_samples=200 train.log_every_steps=5 output.dir=";
+  auto probe = [&](const std::string& run) {  // RANK in a worker's initial environment, after the first loss line
+    return "for i in $(seq 600); do grep -q loss " + (dir / (run + ".out")) + " && break; sleep 0.1; done; "
+           "for p in $(pgrep -P $L); do grep -q trainrun-rank /proc/$p/comm && "
+           "{ tr \"\\0\" \"\\n\" </proc/$p/environ | grep -c ^RANK= ; }; done; wait $L; echo rc=$?";
+  };
+  auto forked = test::run("bash -c '" + test::trainrun(common + (dir / "fork")) + " >" + (dir / "fork.out") +
+                          " 2>&1 & L=$!; " + probe("fork") + "'");
+  auto execd = test::run("bash -c 'TRAINRUN_WORKER_START=exec " + test::trainrun(common + (dir / "exec")) + " >" +
+                         (dir / "exec.out") + " 2>&1 & L=$!; " + probe("exec") + "'");
+  EXPECT_NE(forked.out.find("0\n0\nrc=0"), std::string::npos) << forked.out << test::read_file(dir / "fork.out");
+  EXPECT_NE(execd.out.find("1\n1\nrc=0"), std::string::npos) << execd.out << test::read_file(dir / "exec.out");
+  TensorList a = load_safetensors(dir / "fork/model.safetensors"), b = load_safetensors(dir / "exec/model.safetensors");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.equal(b[i].second)) << a[i].first;
+  auto metrics = [&](const std::string& run) {
+    std::vector<json> lines;
+    for (auto l : test::read_jsonl(dir / (run + "/metrics.jsonl"))) {
+      for (auto k : {"eval_runtime", "eval_samples_per_second", "samples_per_second", "step_time_s", "data_wait_s",
+                     "elapsed_s", "train_runtime", "train_samples_per_second", "train_steps_per_second"})
+        l.erase(k);
+      lines.push_back(l);
+    }
+    return json(lines).dump();
+  };
+  EXPECT_EQ(metrics("fork"), metrics("exec"));
+}
+
 // Eval over 2 ranks on an odd number of examples counts each once, and agrees with 1 process.
 TEST_F(Distributed, EvalCountsEveryExampleOnce) {
   auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 data.max_train_samples=320 "

@@ -138,7 +138,7 @@ TEST_F(Checkpoint, TwoProcessesResumeBitIdenticalAndAfterARestart) {
   // A rank killed after a step checkpoint: world.max_restarts relaunches and continues from it.
   std::string cmd = args("restart", two + " world.max_restarts=1 output.save_every=2");
   auto r = script(cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!\n" + wait_for("restart/checkpoint-4") +
-                  "for p in $(pgrep -P $L); do tr '\\0' '\\n' </proc/$p/environ | grep -qx RANK=1 && kill -9 $p; done\n"
+                  "for p in $(pgrep -P $L); do grep -qx trainrun-rank1 /proc/$p/comm && kill -9 $p; done\n"
                   "wait $L; echo rc=$?\n");
   std::string out = test::read_file(dir / "out"), err = test::read_file(dir / "err");
   EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << err;
