@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libtorch-dev libgloo-dev libyaml-cpp-dev
           nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libjpeg62-turbo-dev libopenblas0-openmp
-          libcurl4-openssl-dev libarchive-dev libssl-dev
+          libcurl4-openssl-dev libarchive-dev libssl-dev libtcmalloc-minimal4
           dataset-fashion-mnist)
 if [ "${1:-}" = "--test" ]; then
   # The real launchers the distributed tests run trainrun under: torchrun (python3-torch),

@@ -1,6 +1,8 @@
 // The command line as a user meets it: exit codes and one-line errors (SPEC §1, §7).
 #include "test_util.h"
 
+#include <regex>
+
 namespace trainrun {
 namespace {
 
@@ -65,6 +67,18 @@ TEST(Cli, VersionHelpAndUnknownCommands) {
   r = run(trainrun("nosuch.yaml"));
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "nosuch.yaml: no such recipe file\n");
+}
+
+// The binary allocates with tcmalloc where the build found it (CMakeLists.txt): every library's
+// malloc, libtorch's and libc's own included, binds to it.
+TEST(Cli, BinaryAllocatesWithTcmalloc) {
+#ifndef TRAINRUN_TCMALLOC_LINKED
+  GTEST_SKIP() << "built without tcmalloc (libtcmalloc-minimal4 not installed or TRAINRUN_TCMALLOC=OFF)";
+#endif
+  auto r = run("LD_DEBUG=bindings " + trainrun("--version") + " 2>&1 | grep \"normal symbol .malloc'\"");
+  EXPECT_NE(r.out.find("libtorch_cpu.so.1"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_FALSE(std::regex_search(r.out, std::regex(R"(to \S*/libc\.so\.6 )"))) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("libtcmalloc_minimal.so.4"), std::string::npos);
 }
 
 TEST(Cli, CheckPrintsResolvedRecipeCountsAndLayout) {
