@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <fnmatch.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -190,15 +191,28 @@ void resolve_memory_format(Job& job) {
     if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
 }
 
-// The `auto` values the typed views need resolved: threads_per_proc and eval_batch_size.
+// The CPUs this process may run on (its affinity mask: taskset, cgroups' cpusets, srun's binding).
+int64_t usable_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()));
+}
+
+// The `auto` values the typed views need resolved: nproc_per_node, threads_per_proc and
+// eval_batch_size. nproc_per_node: auto is torchrun's --nproc_per_node=auto: one process per GPU
+// on CUDA, else one per usable CPU, each with one thread (threads_per_proc: auto).
 void resolve_auto_values(YAML::Node root) {
   YAML::Node world = root["world"];
+  if (world["nproc_per_node"].Scalar() == "auto") {
+    const bool cuda = world["device"].Scalar() != "cpu" && torch::cuda::is_available();
+    world["nproc_per_node"] = cuda ? int64_t(torch::cuda::device_count()) : usable_cpus();
+  }
   if (world["threads_per_proc"].Scalar() == "auto") {
     // The processes on this node as the launcher that started us says (torchrun, srun, mpirun),
     // else the recipe's layout.
     auto launched = WorldInfo::from_env();
     int64_t procs = std::max<int64_t>(1, launched ? launched->local_world_size : world["nproc_per_node"].as<int64_t>());
-    world["threads_per_proc"] = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()) / procs);
+    world["threads_per_proc"] = std::max<int64_t>(1, usable_cpus() / procs);
   }
   if (root["data"]["eval_batch_size"].IsNull()) root["data"]["eval_batch_size"] = root["data"]["batch_size"];
 }

@@ -103,7 +103,9 @@ Schema output_schema() {
 // world: processes, threads and device.
 Schema world_schema() {
   return Schema()
-      .add("nproc_per_node", Type::Int, yaml("1"), "worker processes on this node (torchrun --nproc_per_node)").min(1)
+      .add("nproc_per_node", Type::Int, yaml("1"),
+           "worker processes on this node (torchrun --nproc_per_node); auto = one per GPU on CUDA, else one per CPU")
+      .min(1).choices({"auto"})
       .add("nnodes", Type::Int, yaml("1"), "nodes in the world; run the same command on each").min(1)
       .add("node_rank", Type::Int, yaml("0"), "this node's index, 0 .. nnodes-1").min(0)
       .add("master_addr", Type::String, yaml("127.0.0.1"), "address of node 0, where rank 0 hosts the rendezvous")
@@ -118,7 +120,7 @@ Schema world_schema() {
       .add("max_restarts", Type::Int, yaml("0"), "relaunch the whole world this many times after a failure").min(0)
       .add("device", Type::String, Node("auto"), "cpu | cuda | auto (cuda when available)")
       .choices({"cpu", "cuda", "auto"})
-      .add("threads_per_proc", Type::Int, Node("auto"), "intra-op threads; auto = cores / local processes")
+      .add("threads_per_proc", Type::Int, Node("auto"), "intra-op threads; auto = usable CPUs / local processes")
       .min(1).choices({"auto"});
 }
 
