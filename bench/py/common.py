@@ -41,6 +41,8 @@ def arg_parser(description, batch, workers, data=None):
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--max-train-samples", type=int, default=None, help="the first N training examples")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="bf16 = CPU autocast")
+    ap.add_argument("--memory-format", choices=["contiguous", "channels_last"], default="contiguous",
+                    help="channels_last: the model's 4-D weights and the inputs in NHWC (floor.py)")
     ap.add_argument("--port", type=int, default=29500, help="rendezvous port on 127.0.0.1")
     ap.add_argument("--seed", type=int, default=42)
     return ap

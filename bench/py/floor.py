@@ -6,7 +6,10 @@ It runs on Python's torch, which is the same LibTorch 1.13 as trainrun's, so it 
 for both sides: what the kernels cost, whoever calls them. Prints `BENCH {"step_s": median seconds
 per optimizer step after 2 warm-up steps, ...}` from rank 0.
 
-usage: /usr/bin/python3 bench/py/floor.py quickstart|stl10_resnet18|pets_resnet50d --steps 20 [--nproc 2 --threads 1 --batch 64 --precision bf16 --classes 4]
+It runs at trainrun's resolved settings too (--precision bf16, --memory-format channels_last:
+the weights and the batch in NHWC, as trainrun's memory_format: channels_last lays them out).
+
+usage: /usr/bin/python3 bench/py/floor.py quickstart|stl10_resnet18|pets_resnet50d --steps 20 [--nproc 2 --threads 1 --batch 64 --precision bf16 --memory-format channels_last --classes 4]
 """
 import importlib
 import json
@@ -32,10 +35,15 @@ def worker(rank, args):
     torch.manual_seed(args.seed + rank)
     args.epochs = 1
     model, opt, scheduler = side.build(args, args.steps + WARMUP, args.classes)
+    channels_last = args.memory_format == "channels_last"
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
     if args.nproc > 1:
         model = DDP(model)
     model.train()
     x = torch.randn(args.batch, *side.INPUT_SHAPE)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, args.classes, (args.batch,))
     times = []
     for _ in range(args.steps + WARMUP):
@@ -45,7 +53,8 @@ def worker(rank, args):
     steady = times[WARMUP:]
     if rank == 0:
         print("BENCH " + json.dumps({"step_s": statistics.median(steady), "mean_step_s": statistics.mean(steady),
-                                     "steps": len(steady), "precision": args.precision}), flush=True)
+                                     "steps": len(steady), "precision": args.precision,
+                                     "memory_format": args.memory_format}), flush=True)
     if dist.is_initialized():
         dist.destroy_process_group()
 
