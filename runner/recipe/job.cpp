@@ -199,13 +199,15 @@ int64_t usable_cpus() {
 }
 
 // The `auto` values the typed views need resolved: nproc_per_node, threads_per_proc and
-// eval_batch_size. nproc_per_node: auto is torchrun's --nproc_per_node=auto: one process per GPU
-// on CUDA, else one per usable CPU, each with one thread (threads_per_proc: auto).
+// eval_batch_size. nproc_per_node: auto is one process per GPU on CUDA (torchrun's auto), and one
+// process on a CPU, whose threads (threads_per_proc: auto) then use every usable CPU: measured
+// faster than torchrun's one process per CPU, which adds a gradient all-reduce to every step
+// (bench/README.md, "World layout").
 void resolve_auto_values(YAML::Node root) {
   YAML::Node world = root["world"];
   if (world["nproc_per_node"].Scalar() == "auto") {
     const bool cuda = world["device"].Scalar() != "cpu" && torch::cuda::is_available();
-    world["nproc_per_node"] = cuda ? int64_t(torch::cuda::device_count()) : usable_cpus();
+    world["nproc_per_node"] = cuda ? std::max<int64_t>(1, torch::cuda::device_count()) : int64_t(1);
   }
   if (world["threads_per_proc"].Scalar() == "auto") {
     // The processes on this node as the launcher that started us says (torchrun, srun, mpirun),

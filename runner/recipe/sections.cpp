@@ -104,7 +104,7 @@ Schema output_schema() {
 Schema world_schema() {
   return Schema()
       .add("nproc_per_node", Type::Int, yaml("1"),
-           "worker processes on this node (torchrun --nproc_per_node); auto = one per GPU on CUDA, else one per CPU")
+           "worker processes on this node (torchrun --nproc_per_node); auto = one per GPU on CUDA, one on a CPU")
       .min(1).choices({"auto"})
       .add("nnodes", Type::Int, yaml("1"), "nodes in the world; run the same command on each").min(1)
       .add("node_rank", Type::Int, yaml("0"), "this node's index, 0 .. nnodes-1").min(0)

@@ -81,19 +81,19 @@ TEST(Cli, BinaryAllocatesWithTcmalloc) {
   EXPECT_NE(r.out.find("libtcmalloc_minimal.so.4"), std::string::npos);
 }
 
-// world.nproc_per_node: auto is one process per usable CPU here (no CUDA), each with one thread;
+// world.nproc_per_node: auto is one process here (no CUDA) whose threads use every usable CPU;
 // a CPU set (taskset, a cgroup cpuset, srun's binding) counts, not the machine's CPUs.
 TEST(Cli, AutoWorldLayoutUsesTheUsableCpus) {
   const std::string recipe = test::source("recipes/quickstart.yaml") + " world.nproc_per_node=auto";
   const int cpus = std::stoi(run("nproc").out);
   auto r = run(trainrun("check " + recipe));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("world: 1 node x " + std::to_string(cpus) + (cpus > 1 ? " processes" : " process") +
-                       ", backend auto, 1 threads per process"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("world: 1 node x 1 process, backend auto, " + std::to_string(cpus) + " threads per process"),
+            std::string::npos) << r.out;
   r = run("taskset -c 0 " + trainrun("check " + recipe));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("world: 1 node x 1 process, backend auto, 1 threads per process"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  nproc_per_node: 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  threads_per_proc: 1\n"), std::string::npos) << r.out;
   EXPECT_EQ(run(trainrun("check " + recipe + "x")).code, 2);  // "autox": not a number, not auto
 }
 
