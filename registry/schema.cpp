@@ -53,8 +53,8 @@ std::string check_number(const Param& p, const YAML::Node& v, bool integer) {
     msg << "must be " << (p.min_exclusive ? "> " : ">= ") << *p.min << ", got " << v.Scalar();
     return msg.str();
   }
-  if (p.max && *x > *p.max) {
-    msg << "must be <= " << *p.max << ", got " << v.Scalar();
+  if (p.max && (p.max_exclusive ? *x >= *p.max : *x > *p.max)) {
+    msg << "must be " << (p.max_exclusive ? "< " : "<= ") << *p.max << ", got " << v.Scalar();
     return msg.str();
   }
   return "";
@@ -119,6 +119,19 @@ std::string Param::default_text() const {
   return default_value.IsScalar() ? default_value.Scalar() : show(default_value);
 }
 
+std::string Param::range_text() const {
+  auto num = [](double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  if (min && max)
+    return (min_exclusive ? "(" : "[") + num(*min) + ", " + num(*max) + (max_exclusive ? ")" : "]");
+  if (min) return (min_exclusive ? "> " : ">= ") + num(*min);
+  if (max) return (max_exclusive ? "< " : "<= ") + num(*max);
+  return "";
+}
+
 Schema& Schema::add(std::string name, Type type, YAML::Node default_value, std::string doc) {
   Param p;
   p.name = std::move(name);
@@ -139,7 +152,7 @@ Schema& Schema::required(std::string name, Type type, std::string doc) {
 
 Param& Schema::last() { return params_.back(); }
 Schema& Schema::min(double v, bool exclusive) { last().min = v; last().min_exclusive = exclusive; return *this; }
-Schema& Schema::max(double v) { last().max = v; return *this; }
+Schema& Schema::max(double v, bool exclusive) { last().max = v; last().max_exclusive = exclusive; return *this; }
 Schema& Schema::choices(std::vector<std::string> words) { last().choices = std::move(words); return *this; }
 Schema& Schema::nullable() { last().nullable = true; return *this; }
 Schema& Schema::scalar_ok() { last().scalar_ok = true; return *this; }

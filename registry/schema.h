@@ -27,12 +27,14 @@ struct Param {
   bool nullable = false;      // `null` is a valid value (e.g. max_grad_norm: null)
   bool scalar_ok = false;     // a list type also accepts one scalar (size: 224)
   std::vector<std::string> choices;  // String: the allowed values; other types: allowed words (auto)
-  std::optional<double> min, max;
-  bool min_exclusive = false;
+  std::optional<double> min, max;  // the valid range of a number (each item of a number list)
+  bool min_exclusive = false, max_exclusive = false;
 
   // Empty when `value` is acceptable, else a message like "expected a number, got 'abc'".
   std::string check(const YAML::Node& value) const;
   std::string default_text() const;
+  // The valid range in interval notation ("[0, 1)", "> 0", ">= 1"); empty when none is declared.
+  std::string range_text() const;
 };
 
 class Schema {
@@ -41,9 +43,10 @@ class Schema {
   Schema& required(std::string name, Type type, std::string doc);
   // Modifiers for the parameter added last.
   Schema& min(double v, bool exclusive = false);
-  Schema& max(double v);
+  Schema& max(double v, bool exclusive = false);
   Schema& range(double lo, double hi) { return min(lo).max(hi); }
   Schema& above(double v) { return min(v, true); }
+  Schema& below(double v) { return max(v, true); }
   Schema& choices(std::vector<std::string> words);
   Schema& nullable();
   Schema& scalar_ok();

@@ -264,8 +264,9 @@ Schema resnet_schema(const ResNetConfig& arch) {
            "(model.safetensors from the Hugging Face Hub, through its shared cache), or true (the published weights: "
            "timm's default tag). A classifier of another shape is re-initialised")
       .add("drop_rate", Type::Float, yaml("0.0"), "dropout before fc (timm's drop_rate)").range(0, 1)
-      .add("drop_path_rate", Type::Float, yaml("0.0"), "stochastic depth, rising linearly to this over the blocks (timm's drop_path_rate)")
-      .range(0, 1)
+      .add("drop_path_rate", Type::Float, yaml("0.0"), "stochastic depth, rising linearly to this over the blocks (timm's drop_path_rate); 1 would divide by "
+           "the keep probability 0")
+      .min(0).below(1)
       .add("zero_init_last", Type::Bool, YAML::Node(arch.zero_init_last),
            "start each residual block's last BN weight at zero (timm: true, torchvision: false)");
 }

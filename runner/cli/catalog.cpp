@@ -14,7 +14,9 @@ void print_schema(const Schema& schema) {
   for (auto& p : schema.params()) {
     std::string type = type_name(p.type);
     for (auto& w : p.choices) type += " | " + w;
-    std::cout << "  " << p.name << "  (" << type << ", default " << p.default_text() << ")\n      " << p.doc << "\n";
+    std::string range = p.range_text();
+    std::cout << "  " << p.name << "  (" << type << ", default " << p.default_text()
+              << (range.empty() ? "" : ", " + range) << ")\n      " << p.doc << "\n";
   }
 }
 

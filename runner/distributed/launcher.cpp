@@ -107,7 +107,12 @@ struct Outcome {
 
 Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, int64_t attempt) {
   int64_t world = o.nproc_per_node * o.nnodes;
-  const bool exec = !o.fork_workers || running_threads() != 1;
+  const int64_t threads = running_threads();
+  const bool exec = !o.fork_workers || threads != 1;
+  // How the workers started, for their banner: forked, or afresh and why.
+  const std::string started = !exec ? "forked from the launcher"
+                              : !o.fork_workers ? "started afresh"
+                                                : "started afresh: the launcher runs " + std::to_string(threads) + " threads";
   std::vector<pid_t> pids;
   pid_t group = 0;
   for (int64_t local = 0; local < o.nproc_per_node; ++local) {
@@ -122,7 +127,8 @@ Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, 
                                 {"MASTER_PORT", std::to_string(o.master_port)},
                                 {"TRAINRUN_INIT_METHOD", o.init_method},
                                 {"TRAINRUN_LAUNCHER", "trainrun"},
-                                {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)}},
+                                {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)},
+                                {"TRAINRUN_WORKERS_STARTED", started}},
                          group, exec));
     if (pids.back() == 0) return Outcome{-1, 0, true};
     if (!group) group = pids.front();

@@ -64,9 +64,10 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
   spdlog::info("  Total optimization steps = {}", thousands(length.total_steps));
   spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
                thousands(job.total_parameters()));
-  spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}), {} threads per process",
+  const char* started = world.launcher == "trainrun" ? std::getenv("TRAINRUN_WORKERS_STARTED") : nullptr;
+  spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}{}), {} threads per process",
                world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
-               acc.backend(), world.launcher, job.threads);
+               acc.backend(), world.launcher, started && *started ? std::string(", ") + started : "", job.threads);
   spdlog::info("  Device = {}, precision = {}{}{}", acc.device().str(), job.precision,
                job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")",
                !job.channels_last ? ""

@@ -88,6 +88,10 @@ TEST_F(Distributed, ForkedWorkersTrainAsExecutedOnes) {
                           " 2>&1 & L=$!; " + probe("fork") + "'");
   auto execd = test::run("bash -c 'TRAINRUN_WORKER_START=exec " + test::trainrun(common + (dir / "exec")) + " >" +
                          (dir / "exec.out") + " 2>&1 & L=$!; " + probe("exec") + "'");
+  // The banner says how the workers started (and why not forked: the launcher ran other threads).
+  EXPECT_NE(test::read_file(dir / "fork.out").find("launched by trainrun, forked from the launcher)"), std::string::npos)
+      << test::read_file(dir / "fork.out");
+  EXPECT_NE(test::read_file(dir / "exec.out").find("launched by trainrun, started afresh)"), std::string::npos);
   EXPECT_NE(forked.out.find("0\n0\nrc=0"), std::string::npos) << forked.out << test::read_file(dir / "fork.out");
   EXPECT_NE(execd.out.find("1\n1\nrc=0"), std::string::npos) << execd.out << test::read_file(dir / "exec.out");
   TensorList a = load_safetensors(dir / "fork/model.safetensors"), b = load_safetensors(dir / "exec/model.safetensors");
@@ -224,7 +228,7 @@ TEST(DistributedNodes, TwoNodesTimesTwoProcessesOverVeth) {
                      " 2>&1 & p=$!; " + nodes.exec(0) + test::trainrun(args + " world.node_rank=0") +
                      "; a=$?; wait $p; b=$?; exit $((a + b))'");
   ASSERT_EQ(r.code, 0) << r.err << test::read_file(dir / "n1");
-  EXPECT_NE(r.out.find("World = 2 nodes x 2 processes (gloo backend, launched by trainrun)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("World = 2 nodes x 2 processes (gloo backend, launched by trainrun, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Total train batch size (w. parallel, distributed & accumulation) = 256"), std::string::npos);
   std::string metrics = test::read_file(dir / "run/metrics.jsonl");
   EXPECT_NE(metrics.find("\"eval_examples\":333"), std::string::npos) << metrics;
