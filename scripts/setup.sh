@@ -16,10 +16,23 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "setup: installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
+# LibTorch's BLAS: OpenBLAS's OpenMP build shares torch's OpenMP threads; its pthread build (which
+# libopencv-dev pulls in and Debian then selects) runs a second pool beside them. Select the
+# OpenMP build where both are installed and the pthread one is selected.
+use_openblas_openmp() {
+  local arch=x86_64-linux-gnu lib
+  for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
+    local alt="$lib-$arch" want="/usr/lib/$arch/openblas-openmp/$lib"
+    if [ -e "$want" ] && update-alternatives --query "$alt" 2>/dev/null | grep -q "^Value: .*openblas-pthread"; then
+      $sudo update-alternatives --quiet --set "$alt" "$want"
+    fi
+  done
+}
+if [ ${#missing[@]} -eq 0 ]; then use_openblas_openmp; exit 0; fi
+echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+use_openblas_openmp

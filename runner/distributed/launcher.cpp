@@ -4,6 +4,7 @@
 
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -63,6 +64,15 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return out;
 }
 
+// OpenBLAS's pthread build (Debian's default libopenblas.so.0 unless the openmp one is selected)
+// starts its worker threads when it loads. They are fork-safe: OpenBLAS's own pthread_atfork
+// handler is blas_thread_shutdown_, which joins them, and a child starts them again on demand.
+// Calling it first lets the thread count below see only threads of our own.
+void stop_openblas_threads() {
+  using Shutdown = int (*)();
+  if (auto shutdown = reinterpret_cast<Shutdown>(::dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) shutdown();
+}
+
 void reset_signals() {
   struct sigaction sa {};
   sa.sa_handler = SIG_DFL;
@@ -107,6 +117,7 @@ struct Outcome {
 
 Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, int64_t attempt) {
   int64_t world = o.nproc_per_node * o.nnodes;
+  if (o.fork_workers) stop_openblas_threads();
   const int64_t threads = running_threads();
   const bool exec = !o.fork_workers || threads != 1;
   // How the workers started, for their banner: forked, or afresh and why.
