@@ -2,6 +2,7 @@
 
 #include "runner/distributed/process_group.h"
 #include "runner/distributed/tcp_probe.h"
+#include "runner/recipe/recipe.h"
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -29,9 +31,18 @@ std::optional<std::string> env(const char* name) {
   return v && *v ? std::optional<std::string>(v) : std::nullopt;
 }
 
-int64_t env_int(const char* name, int64_t fallback) {
+// A launcher's number, e.g. RANK. A bad one is a bad input (exit 2, nothing started), named with
+// its variable. `leading`: only the leading number counts (SLURM_TASKS_PER_NODE is "2(x3)").
+int64_t env_int(const char* name, int64_t fallback, bool leading = false) {
   auto v = env(name);
-  return v ? std::stoll(*v) : fallback;
+  if (!v) return fallback;
+  int64_t x = 0;
+  const char *begin = v->data(), *end = begin + v->size();
+  auto [ptr, ec] = std::from_chars(begin, end, x);
+  if (ec != std::errc() || x < 0 || (!leading && ptr != end))
+    throw RecipeError(std::string(name) + "=" + *v + ": expected a whole number >= 0 (set by the launcher that "
+                      "started trainrun, or by hand)");
+  return x;
 }
 
 // First host of a SLURM node list: "node[003-005,7],gpu1" -> "node003".
@@ -90,7 +101,7 @@ std::optional<WorldInfo> WorldInfo::from_env() {
     w.rank = env_int("SLURM_PROCID", 0);
     w.world_size = env_int("SLURM_NTASKS", 1);
     w.local_rank = env_int("SLURM_LOCALID", 0);
-    w.local_world_size = env_int("SLURM_NTASKS_PER_NODE", env_int("SLURM_TASKS_PER_NODE", 1));
+    w.local_world_size = env_int("SLURM_NTASKS_PER_NODE", env_int("SLURM_TASKS_PER_NODE", 1, true));
     w.node_rank = env_int("SLURM_NODEID", 0);
     if (auto nodes = env("SLURM_NODELIST")) w.master_addr = first_slurm_host(*nodes);
   } else if (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) {
@@ -108,8 +119,8 @@ std::optional<WorldInfo> WorldInfo::from_env() {
   if (auto m = env("TRAINRUN_INIT_METHOD")) w.init_method = *m;
   w.nnodes = env_int("NNODES", (w.world_size + w.local_world_size - 1) / std::max<int64_t>(1, w.local_world_size));
   if (w.rank < 0 || w.rank >= w.world_size)
-    throw std::invalid_argument("rank " + std::to_string(w.rank) + " is outside a world of " +
-                                std::to_string(w.world_size) + " (check RANK / WORLD_SIZE)");
+    throw RecipeError("rank " + std::to_string(w.rank) + " is outside a world of " + std::to_string(w.world_size) +
+                      " (check RANK / WORLD_SIZE)");
   return w;
 }
 

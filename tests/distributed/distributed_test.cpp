@@ -110,6 +110,23 @@ TEST_F(Distributed, ForkedWorkersTrainAsExecutedOnes) {
   EXPECT_EQ(metrics("fork"), metrics("exec"));
 }
 
+// A bad number from a launcher is a bad input: one line naming the variable, exit 2, no run folder.
+TEST_F(Distributed, BadLauncherNumbersExit2NamingTheVariable) {
+  const std::string args = recipe + " output.dir=" + (dir / "run");
+  for (auto [vars, line] : std::vector<std::pair<std::string, std::string>>{
+           {"RANK=x WORLD_SIZE=2", "RANK=x: expected a whole number >= 0"},
+           {"RANK=1 WORLD_SIZE=2.5", "WORLD_SIZE=2.5: expected a whole number >= 0"},
+           {"RANK=-1 WORLD_SIZE=2", "RANK=-1: expected a whole number >= 0"},
+           {"RANK=2 WORLD_SIZE=2", "rank 2 is outside a world of 2 (check RANK / WORLD_SIZE)"},
+           {"RANK=0 WORLD_SIZE=2 MASTER_PORT=http", "MASTER_PORT=http: expected a whole number >= 0"}}) {
+    auto r = test::run(vars + " " + test::trainrun(args));
+    EXPECT_EQ(r.code, 2) << vars << "\n" << r.err;
+    EXPECT_NE(r.err.find(line), std::string::npos) << vars << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "run")) << vars;
+  }
+}
+
 // Eval over 2 ranks on an odd number of examples counts each once, and agrees with 1 process.
 TEST_F(Distributed, EvalCountsEveryExampleOnce) {
   auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 data.max_train_samples=320 "
