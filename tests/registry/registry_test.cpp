@@ -44,7 +44,7 @@ TEST(Registry, SchemaChecksValues) {
 TEST(Describe, PrintsEveryParameterWithTypeDefaultAndDoc) {
   auto r = test::run(test::trainrun("describe optimizers/sgd"));
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* needle : {"optimizers/sgd:", "lr  (float, default 0.01)", "momentum  (float, default 0.0)",
+  for (const char* needle : {"optimizers/sgd:", "lr  (float, default 0.01, > 0)", "momentum  (float, default 0.0, >= 0)",
                              "nesterov  (bool, default false)", "Nesterov momentum"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   r = test::run(test::trainrun("describe models/basicnt"));
