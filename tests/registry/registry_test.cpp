@@ -52,7 +52,7 @@ TEST(Describe, PrintsEveryParameterWithTypeDefaultAndDoc) {
   EXPECT_EQ(r.err, "describe: no models/basicnt (did you mean 'basicnet'?)\n");
   r = test::run(test::trainrun("describe recipe/train"));
   EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("eval_every  (int | epoch | never, default epoch)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("eval_every  (int | epoch | never, default epoch, >= 1)"), std::string::npos) << r.out;
 }
 
 TEST(List, ShowsEachKind) {
