@@ -73,6 +73,16 @@ void stop_openblas_threads() {
   if (auto shutdown = reinterpret_cast<Shutdown>(::dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) shutdown();
 }
 
+// The threads this process runs now (1 = only the caller).
+int64_t running_threads() {
+  std::error_code ec;
+  int64_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    ++n;
+  return n;
+}
+
 void reset_signals() {
   struct sigaction sa {};
   sa.sa_handler = SIG_DFL;
@@ -206,14 +216,6 @@ void name_worker_process(int64_t rank) {
   ::prctl(PR_SET_NAME, name.substr(0, 15).c_str());
 }
 
-int64_t running_threads() {
-  std::error_code ec;
-  int64_t n = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != std::filesystem::directory_iterator();
-       it.increment(ec))
-    ++n;
-  return n;
-}
 
 std::optional<int> launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
   struct sigaction sa {};

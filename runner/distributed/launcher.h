@@ -41,7 +41,5 @@ std::optional<int> launch(const std::vector<std::string>& argv, const LaunchOpti
 // whichever launcher started it.
 void name_worker_process(int64_t rank);
 
-// The threads this process runs now (1 = only the caller).
-int64_t running_threads();
 
 }  // namespace trainrun
