@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test bench build setup setup-test clean
+.PHONY: demo test bench build setup setup-test setup-sanitize test-asan test-tsan fuzz clean
 
 demo: setup build
 	$(BUILD)/trainrun recipes/quickstart.yaml
@@ -14,15 +14,33 @@ test: setup-test build
 bench: setup-test build
 	bench/compare --trainrun $(BUILD)/trainrun $(BENCH_ARGS)
 
+# Sanitizers (clang; their own build folders build-asan/, build-tsan/; README "Sanitizers and fuzzing"):
+# the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (and the fuzz targets'
+# corpora and regressions), the data loader / launcher / distributed tests under ThreadSanitizer,
+# and every fuzz target for FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+test-asan: setup-sanitize
+	@JOBS=$(JOBS) scripts/sanitize.sh asan
+
+test-tsan: setup-sanitize
+	@JOBS=$(JOBS) scripts/sanitize.sh tsan
+
+fuzz: setup-sanitize
+	@JOBS=$(JOBS) scripts/sanitize.sh asan-build
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
 setup:
 	@scripts/setup.sh
 
 setup-test:
 	@scripts/setup.sh --test
 
+setup-sanitize:
+	@scripts/setup.sh --sanitize
+
 build:
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan

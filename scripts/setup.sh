@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian packages trainrun builds and runs with (and, with --test, what the tests
-# compare against). Quick when everything is already there.
+# compare against; with --sanitize, that and clang for the sanitizer and fuzzing builds). Quick
+# when everything is already there.
 set -euo pipefail
 packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libtorch-dev libgloo-dev libyaml-cpp-dev
           nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libjpeg62-turbo-dev libopenblas0-openmp
           libcurl4-openssl-dev libarchive-dev libssl-dev libtcmalloc-minimal4
           dataset-fashion-mnist)
-if [ "${1:-}" = "--test" ]; then
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ]; then
   # The real launchers the distributed tests run trainrun under: torchrun (python3-torch),
   # mpirun (openmpi-bin), srun/sbatch (slurm-wlm + munge), and a terminal (tmux) for Ctrl-C.
   packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy python3-sklearn
              openmpi-bin slurm-wlm munge tmux iproute2 procps strace)
+fi
+if [ "${1:-}" = "--sanitize" ]; then
+  # Sanitizer builds and libFuzzer (make test-asan, test-tsan, fuzz): clang and its runtimes.
+  packages+=(clang libclang-rt-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

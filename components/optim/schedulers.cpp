@@ -32,7 +32,14 @@ void Scheduler::load_state(const nlohmann::json& state) {
   if (!state.is_object() || !state.contains("step") || !state["step"].is_number_integer() ||
       !state.contains("base_lrs") || !state["base_lrs"].is_array())
     throw std::invalid_argument("scheduler state: expected {\"step\": int, \"base_lrs\": [float, ...]}");
-  auto base = state["base_lrs"].get<std::vector<double>>();
+  if (state["step"].get<int64_t>() < 0)
+    throw std::invalid_argument("scheduler state: step is " + state["step"].dump() + ", expected >= 0");
+  std::vector<double> base;
+  for (const auto& lr : state["base_lrs"]) {
+    if (!lr.is_number() || !std::isfinite(lr.get<double>()) || lr.get<double>() < 0)
+      throw std::invalid_argument("scheduler state: base_lrs holds " + lr.dump() + ", expected learning rates >= 0");
+    base.push_back(lr.get<double>());
+  }
   if (base.size() != optimizer_.param_groups().size())
     throw std::invalid_argument("scheduler state: " + std::to_string(base.size()) + " base lrs for " +
                                 std::to_string(optimizer_.param_groups().size()) + " parameter groups");

@@ -17,7 +17,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <charconv>
+#include <limits>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -42,6 +44,9 @@ int64_t env_int(const char* name, int64_t fallback, bool leading = false) {
   if (ec != std::errc() || x < 0 || (!leading && ptr != end))
     throw RecipeError(std::string(name) + "=" + *v + ": expected a whole number >= 0 (set by the launcher that "
                       "started trainrun, or by hand)");
+  if (x > std::numeric_limits<int32_t>::max())  // ranks and sizes c10d keeps in an int
+    throw RecipeError(std::string(name) + "=" + *v + ": too large (at most " +
+                      std::to_string(std::numeric_limits<int32_t>::max()) + ")");
   return x;
 }
 
@@ -87,6 +92,8 @@ constexpr size_t kFirstBucketBytes = 1024 * 1024;
 
 std::optional<WorldInfo> WorldInfo::from_env() {
   WorldInfo w;
+  // The variables this launcher set, for messages: rank, world size, local rank, local world size, node rank.
+  std::array<const char*, 5> names = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"};
   if (env("RANK") && env("WORLD_SIZE")) {
     w.launcher = env("TRAINRUN_LAUNCHER").value_or("torchrun");
     w.rank = env_int("RANK", 0);
@@ -98,6 +105,7 @@ std::optional<WorldInfo> WorldInfo::from_env() {
     // srun's tasks (a job step). An sbatch script's own shell carries SLURM_PROCID=0 and the
     // job's SLURM_NTASKS too, but is no task: there trainrun launches its own world.
     w.launcher = "slurm";
+    names = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_NODEID"};
     w.rank = env_int("SLURM_PROCID", 0);
     w.world_size = env_int("SLURM_NTASKS", 1);
     w.local_rank = env_int("SLURM_LOCALID", 0);
@@ -106,11 +114,16 @@ std::optional<WorldInfo> WorldInfo::from_env() {
     if (auto nodes = env("SLURM_NODELIST")) w.master_addr = first_slurm_host(*nodes);
   } else if (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) {
     w.launcher = "mpi";
+    names = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+             "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_RANK"};  // the node follows from the rank
     w.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
     w.world_size = env_int("OMPI_COMM_WORLD_SIZE", 1);
     w.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
     w.local_world_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
-    w.node_rank = env_int("OMPI_COMM_WORLD_NODE_RANK", 0);
+    // OMPI_COMM_WORLD_NODE_RANK is not the node's index but the process's rank among all jobs'
+    // processes on its node (1 for the second of `mpirun -np 2` on one machine). Open MPI's
+    // default by-slot mapping fills node after node, so the index follows from the ranks.
+    w.node_rank = w.rank / std::max<int64_t>(1, w.local_world_size);
   } else {
     return std::nullopt;
   }
@@ -118,9 +131,26 @@ std::optional<WorldInfo> WorldInfo::from_env() {
   w.master_port = env_int("MASTER_PORT", w.master_port);
   if (auto m = env("TRAINRUN_INIT_METHOD")) w.init_method = *m;
   w.nnodes = env_int("NNODES", (w.world_size + w.local_world_size - 1) / std::max<int64_t>(1, w.local_world_size));
-  if (w.rank < 0 || w.rank >= w.world_size)
-    throw RecipeError("rank " + std::to_string(w.rank) + " is outside a world of " + std::to_string(w.world_size) +
-                      " (check RANK / WORLD_SIZE)");
+  if (w.master_port > 65535)
+    throw RecipeError("MASTER_PORT=" + std::to_string(w.master_port) + ": not a port number (0 to 65535)");
+  auto outside = [&](const std::string& what, int64_t index, const std::string& count, const char* index_name,
+                     const char* count_name) {
+    return RecipeError(what + " " + std::to_string(index) + " is outside " + count + " (check " + index_name + " / " +
+                       count_name + ")");
+  };
+  if (w.rank >= w.world_size)
+    throw outside("rank", w.rank, "a world of " + std::to_string(w.world_size), names[0], names[1]);
+  if (w.nnodes < 1) throw RecipeError("NNODES=0: expected at least 1 node");
+  // SLURM's tasks per node are uneven in some allocations ("4,1,1"), so its first node's count
+  // bounds neither the local rank nor the node id; torchrun's and Open MPI's are exact.
+  if (w.launcher != "slurm") {
+    if (w.local_world_size < 1) throw RecipeError(std::string(names[3]) + "=0: expected at least 1 process on this node");
+    if (w.local_rank >= w.local_world_size)
+      throw outside("local rank", w.local_rank, "this node's " + std::to_string(w.local_world_size) + " process(es)",
+                    names[2], names[3]);
+    if (w.node_rank >= w.nnodes)
+      throw outside("node", w.node_rank, "the world's " + std::to_string(w.nnodes) + " node(s)", names[4], "NNODES");
+  }
   return w;
 }
 

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -259,9 +260,20 @@ TrainerState load_checkpoint(const std::string& folder, const TrainingParts& par
     parts.scheduler.load_state(read_json(f / "scheduler.json"));
   } catch (const std::invalid_argument& e) {
     throw CheckpointError((f / "scheduler.json").string() + ": " + e.what());
+  } catch (const json::exception& e) {
+    throw CheckpointError((f / "scheduler.json").string() + ": " + e.what());
   }
-  json scaler = read_json(f / "scaler.json");
-  parts.scaler.load(scaler.at("scale").get<double>(), scaler.at("growth_tracker").get<int64_t>());
+  try {
+    json scaler = read_json(f / "scaler.json");
+    double scale = scaler.at("scale").get<double>();
+    int64_t growth_tracker = scaler.at("growth_tracker").get<int64_t>();
+    if (!(scale > 0) || !std::isfinite(scale) || growth_tracker < 0)
+      throw CheckpointError((f / "scaler.json").string() + ": expected a finite scale > 0 and a growth_tracker >= 0, got " +
+                            scaler.dump());
+    parts.scaler.load(scale, growth_tracker);
+  } catch (const json::exception& e) {
+    throw CheckpointError((f / "scaler.json").string() + ": " + e.what());
+  }
 
   const int64_t rank = acc.rank();
   torch::serialize::InputArchive archive;

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -88,13 +89,20 @@ TensorList load_safetensors(const std::string& path) {
       auto type = dtype_of(info.at("dtype").get<std::string>(), path, name);
       auto shape = info.at("shape").get<std::vector<int64_t>>();
       auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
-      at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type));
-      uint64_t bytes = uint64_t(t.numel() * t.element_size());
-      if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != bytes)
+      // The header is checked against the file before anything is allocated for it: a shape
+      // whose size does not fit in 64 bits, or more bytes than the file holds, is a lie.
+      uint64_t bytes = c10::elementSize(type);
+      bool overflow = false;
+      for (int64_t d : shape) {
+        if (d < 0) throw WeightsError(path + ": tensor '" + name + "': negative size " + std::to_string(d) + " in its shape");
+        overflow = overflow || __builtin_mul_overflow(bytes, uint64_t(d), &bytes) || bytes > uint64_t(INT64_MAX);
+      }
+      if (overflow || offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != bytes)
         throw WeightsError(path + ": tensor '" + name + "': data_offsets do not match its shape and dtype");
       if (offsets[1] > data_size)
         throw WeightsError(path + ": truncated: tensor '" + name + "' ends at byte " + std::to_string(offsets[1]) +
                            " of " + std::to_string(data_size));
+      at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type));
       in.seekg(std::streamoff(8 + n + offsets[0]));
       in.read(static_cast<char*>(t.data_ptr()), std::streamsize(bytes));
       out.emplace_back(name, t);

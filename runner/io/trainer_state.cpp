@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 namespace trainrun {
 
@@ -85,11 +86,26 @@ TrainerState TrainerState::from_json(const json& j) {
   } catch (const json::exception& e) {
     throw CheckpointError(std::string(kStateFile) + ": " + e.what());
   }
+  // Numbers a resumed loop counts from: a negative one would skip or repeat data.
+  for (auto [key, value, least] : {std::tuple<const char*, int64_t, int64_t>{"global_step", s.global_step, 0},
+                                   {"trainrun.epoch_index", s.epoch_index, 0},
+                                   {"trainrun.batches_in_epoch", s.batches_in_epoch, 0},
+                                   {"trainrun.world_size", s.world_size, 1}})
+    if (value < least)
+      throw CheckpointError(std::string(kStateFile) + ": " + key + " is " + std::to_string(value) + ", expected >= " +
+                            std::to_string(least));
+  if (!(s.epoch >= 0)) throw CheckpointError(std::string(kStateFile) + ": epoch is " + std::to_string(s.epoch) + ", expected >= 0");
   return s;
 }
 
 TrainerState read_trainer_state(const std::string& folder) {
-  return TrainerState::from_json(read_json(fs::path(folder) / kStateFile));
+  try {
+    return TrainerState::from_json(read_json(fs::path(folder) / kStateFile));
+  } catch (const CheckpointError& e) {
+    std::string what = e.what();
+    if (what.rfind(kStateFile, 0) != 0) throw;  // read_json named the whole path already
+    throw CheckpointError((fs::path(folder) / "").string() + what);  // FOLDER/trainer_state.json: ...
+  }
 }
 
 }  // namespace trainrun

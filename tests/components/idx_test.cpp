@@ -53,7 +53,14 @@ TEST(Idx, ReadsRawAndGzipIdentically) {
 TEST(Idx, ErrorsNameTheFile) {
   TempDir dir;
   test::write_file(dir / "short", idx_bytes({10, 28, 28}, std::vector<uint8_t>(100)));
-  EXPECT_EQ(error_of(dir / "short"), (dir / "short") + ": truncated: header promises 7840 bytes of data, found 100");
+  EXPECT_EQ(error_of(dir / "short"), (dir / "short") + ": truncated: header promises 10 x 28 x 28 = 7840 bytes of data, found 100");
+  // A header promising more than 64 bits can count (found by fuzz/idx_fuzz.cpp: it used to
+  // allocate the promise before reading), and data past the promise.
+  test::write_file(dir / "huge", idx_bytes({0xffffffff, 0xffffffff, 0xffffffff}, std::vector<uint8_t>(10)));
+  EXPECT_EQ(error_of(dir / "huge"), (dir / "huge") + ": truncated: header promises 4294967295 x 4294967295 x 4294967295 "
+                                                    "(more than any file holds) bytes of data, found 10");
+  test::write_file(dir / "long", idx_bytes({2, 3}, std::vector<uint8_t>(7)));
+  EXPECT_EQ(error_of(dir / "long"), (dir / "long") + ": longer than its header says: header promises 2 x 3 = 6 bytes of data, found more");
   test::write_file(dir / "html", "<html>404 not found</html>");
   EXPECT_EQ(error_of(dir / "html"), (dir / "html") + ": not an IDX file (bad magic)");
   test::write_file(dir / "tiny", std::string("\0\0", 2));

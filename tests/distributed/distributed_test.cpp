@@ -118,7 +118,16 @@ TEST_F(Distributed, BadLauncherNumbersExit2NamingTheVariable) {
            {"RANK=1 WORLD_SIZE=2.5", "WORLD_SIZE=2.5: expected a whole number >= 0"},
            {"RANK=-1 WORLD_SIZE=2", "RANK=-1: expected a whole number >= 0"},
            {"RANK=2 WORLD_SIZE=2", "rank 2 is outside a world of 2 (check RANK / WORLD_SIZE)"},
-           {"RANK=0 WORLD_SIZE=2 MASTER_PORT=http", "MASTER_PORT=http: expected a whole number >= 0"}}) {
+           {"RANK=0 WORLD_SIZE=2 MASTER_PORT=http", "MASTER_PORT=http: expected a whole number >= 0"},
+           // Found by fuzz/launcher_env_fuzz.cpp (fuzz/regressions/launcher_env/): accepted before.
+           {"RANK=0 WORLD_SIZE=2 MASTER_PORT=70000", "MASTER_PORT=70000: not a port number (0 to 65535)"},
+           {"RANK=1 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=1",
+            "local rank 2 is outside this node's 1 process(es) (check LOCAL_RANK / LOCAL_WORLD_SIZE)"},
+           {"RANK=0 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 GROUP_RANK=5", "node 5 is outside the world's 2 node(s) (check GROUP_RANK / NNODES)"},
+           {"RANK=0 WORLD_SIZE=9223372036854775807", "WORLD_SIZE=9223372036854775807: too large (at most 2147483647)"},
+           {"OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=3",
+            "local rank 3 is outside this node's 1 process(es) (check OMPI_COMM_WORLD_LOCAL_RANK / "
+            "OMPI_COMM_WORLD_LOCAL_SIZE)"}}) {
     auto r = test::run(vars + " " + test::trainrun(args));
     EXPECT_EQ(r.code, 2) << vars << "\n" << r.err;
     EXPECT_NE(r.err.find(line), std::string::npos) << vars << "\n" << r.err;

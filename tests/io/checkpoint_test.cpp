@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <map>
 
 namespace trainrun {
@@ -238,6 +239,37 @@ TEST_F(Checkpoint, UnfinishedCheckpointsAreNeverPicked) {
   test::eval_printing_accuracy(test::source("recipes/quickstart.yaml") + " data.max_eval_samples=500 --checkpoint " +
                                    (dir / "run/checkpoint-10"),
                                acc);
+}
+
+// A checkpoint whose small files lie: one line naming the file and what is wrong, exit 1, the
+// checkpoint left as it was. Found by fuzz/checkpoint_fuzz.cpp (fuzz/regressions/checkpoint/):
+// a scaler.json without growth_tracker escaped as a bare json out_of_range, and a world_size of 0
+// or a negative scheduler step were taken.
+TEST_F(Checkpoint, LyingCheckpointFilesAreOneClearLine) {
+  ASSERT_EQ(test::run(args("run", "train.epochs=1 train.eval_every=never")).code, 0);
+  const fs::path good = dir / "run/checkpoint-10";
+  auto edit = [&](const std::string& file, const std::string& from, const std::string& to) {
+    fs::path copy = dir / ("bad-" + std::to_string(std::hash<std::string>()(file + to)));
+    fs::copy(good, copy, fs::copy_options::recursive);
+    std::string text = test::read_file(copy / file);
+    EXPECT_NE(text.find(from), std::string::npos) << file << ": " << text;
+    text.replace(text.find(from), from.size(), to);
+    test::write_file(copy / file, text);
+    return copy;
+  };
+  for (auto [file, from, to, line] : std::vector<std::array<std::string, 4>>{
+           {"scaler.json", "\"growth_tracker\"", "\"growth\"", "/scaler.json: [json.exception.out_of_range.403] key 'growth_tracker' not found"},
+           {"scaler.json", "65536.0", "-1.0", "/scaler.json: expected a finite scale > 0 and a growth_tracker >= 0"},
+           {"trainer_state.json", "\"world_size\": 1", "\"world_size\": 0", "/trainer_state.json: trainrun.world_size is 0, expected >= 1"},
+           {"scheduler.json", "\"step\": 10", "\"step\": -3", "/scheduler.json: scheduler state: step is -3, expected >= 0"}}) {
+    fs::path bad = edit(file, from, to);
+    std::string before = test::read_file(bad / file);
+    auto r = test::run(args("resumed", "output.resume=" + bad.string()));
+    EXPECT_EQ(r.code, 1) << file << " " << to << "\n" << r.err;
+    EXPECT_NE(r.err.find(bad.string() + line), std::string::npos) << r.err;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(test::read_file(bad / file), before);
+  }
 }
 
 TEST_F(Checkpoint, UnwritableFolderIsAClearError) {

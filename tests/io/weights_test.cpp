@@ -67,6 +67,20 @@ TEST(Safetensors, BrokenFilesAreClearErrors) {
   test::write_file(dir / "bad.safetensors", bad);
   EXPECT_NE(error_of([&] { load_safetensors(dir / "bad.safetensors"); }).find((dir / "bad.safetensors") + ": bad header"),
             std::string::npos);
+  // Headers that lie about a tensor's size (found by fuzz/safetensors_fuzz.cpp: the reader used to
+  // allocate what the header said before checking it against the file).
+  auto with_header = [&](const std::string& name, const std::string& header) {
+    std::string len(8, '\0');
+    for (int i = 0; i < 8; ++i) len[std::size_t(i)] = char((header.size() >> (8 * i)) & 0xff);
+    test::write_file(dir / name, len + header + std::string(16, '\0'));
+    return error_of([&] { load_safetensors(dir / name); });
+  };
+  EXPECT_EQ(with_header("huge.safetensors", R"({"w":{"dtype":"F32","shape":[4000000000,4000000000],"data_offsets":[0,16]}})"),
+            (dir / "huge.safetensors") + ": tensor 'w': data_offsets do not match its shape and dtype");
+  EXPECT_EQ(with_header("big.safetensors", R"({"w":{"dtype":"F32","shape":[1000000000],"data_offsets":[0,4000000000]}})"),
+            (dir / "big.safetensors") + ": truncated: tensor 'w' ends at byte 4000000000 of 16");
+  EXPECT_EQ(with_header("neg.safetensors", R"({"w":{"dtype":"F32","shape":[-1,4],"data_offsets":[0,16]}})"),
+            (dir / "neg.safetensors") + ": tensor 'w': negative size -1 in its shape");
   test::write_file(dir / "short.safetensors", "abc");
   EXPECT_EQ(error_of([&] { load_safetensors(dir / "short.safetensors"); }),
             (dir / "short.safetensors") + ": truncated (no header length)");
