@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <iostream>
 
 namespace trainrun::cli {
@@ -79,6 +80,10 @@ int fail(const std::string& message, int code, bool print = true) {
 }
 
 int run_cli(int argc, char** argv) {
+  // As the Python interpreter does for every PyTorch script: a write to a socket (gloo, the
+  // store) or pipe whose other end is gone fails with EPIPE, which the caller reports, instead
+  // of killing the process with SIGPIPE (exit 141, no message).
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"trainrun: declarative training jobs on LibTorch.\n"
                "  trainrun RECIPE.yaml [key.path=value ...]    train and evaluate as the recipe says"};
   app.set_version_flag("--version", std::string("trainrun ") + TRAINRUN_VERSION);

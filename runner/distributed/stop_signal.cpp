@@ -33,6 +33,9 @@ void on_signal(int sig) {
 StopSignal::StopSignal() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
+  // The signal only sets a flag: a read or write it interrupts inside gloo or c10d (which do not
+  // all retry on EINTR) resumes, rather than failing the collective it was part of.
+  sa.sa_flags = SA_RESTART;
   ::sigemptyset(&sa.sa_mask);
   for (int s : kSignals) ::sigaddset(&sa.sa_mask, s);  // one handler at a time
   for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &g_old[i]);
