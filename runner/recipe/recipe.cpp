@@ -30,6 +30,17 @@ class Loader {
   explicit Loader(std::string file) : file_(std::move(file)) {}
 
   Recipe load(const std::vector<std::string>& overrides) {
+    try {
+      return load_checked(overrides);
+    } catch (const YAML::Exception& e) {
+      // A conversion the checks above did not foresee: still one line naming the place.
+      throw RecipeError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
+                        e.msg);
+    }
+  }
+
+ private:
+  Recipe load_checked(const std::vector<std::string>& overrides) {
     Node root;
     try {
       if (!fs::exists(file_)) throw RecipeError(file_ + ": no such recipe file");
@@ -68,7 +79,6 @@ class Loader {
     return Recipe{file_, root};
   }
 
- private:
   // `plugins:` (${recipe_dir} and ${env:VAR} work in their paths).
   void load_plugins(Node root) {
     Node plugins = root["plugins"];
@@ -81,6 +91,12 @@ class Loader {
         fail(path, plugins[i], e.what());
       }
     }
+  }
+
+  // A mapping's key as text: YAML allows `? [a, b]: 1`, a recipe's keys are plain names.
+  std::string key_of(const Node& key, const std::string& path) const {
+    if (!key.IsScalar()) fail(path, key, "a key must be a plain name, not a " + std::string(key.IsMap() ? "mapping" : key.IsSequence() ? "list" : "null"));
+    return key.Scalar();
   }
 
   [[noreturn]] void fail(const std::string& path, const Node& at, const std::string& msg) const {
@@ -155,7 +171,7 @@ class Loader {
     known.insert(known.end(), extra.begin(), extra.end());
     if (node && node.IsMap())
       for (auto it = node.begin(); it != node.end(); ++it) {
-        std::string key = it->first.as<std::string>();
+        std::string key = key_of(it->first, path);
         if (std::find(known.begin(), known.end(), key) != known.end()) continue;
         fail(join(path, key), it->first, "unknown key" + did_you_mean(key, known));
       }
@@ -188,7 +204,8 @@ class Loader {
     if (!node.IsMap()) fail(path, node, "expected a mapping with `name:`");
     Node name = node["name"];
     if (!name) fail(path + ".name", node, std::string("missing; one of: ") + names(reg.names()));
-    std::string n = name.as<std::string>();
+    if (!name.IsScalar()) fail(path + ".name", name, std::string("expected a name; one of: ") + names(reg.names()));
+    std::string n = name.Scalar();
     if (!reg.find(n)) {
       fail(path + ".name", name,
            "unknown " + std::string(Kind<Base>::name).substr(0, std::string(Kind<Base>::name).size() - 1) + " '" +
@@ -210,7 +227,7 @@ class Loader {
       if (item.IsScalar()) {
         n = item.Scalar();
       } else if (item.IsMap() && item.size() == 1) {
-        n = item.begin()->first.as<std::string>();
+        n = key_of(item.begin()->first, item_path);
         params = item.begin()->second;
       } else {
         fail(item_path, item, "expected `name` or `name: {params}`");
@@ -229,7 +246,7 @@ class Loader {
   void interpolate(Node node, const std::string& path, const Node& root) {
     if (node.IsMap()) {
       for (auto it = node.begin(); it != node.end(); ++it)
-        interpolate(it->second, join(path, it->first.as<std::string>()), root);
+        interpolate(it->second, join(path, key_of(it->first, path)), root);
     } else if (node.IsSequence()) {
       for (std::size_t i = 0; i < node.size(); ++i) interpolate(node[i], path + "[" + std::to_string(i) + "]", root);
     } else if (node.IsScalar() && node.Scalar().find("${") != std::string::npos) {

@@ -116,6 +116,18 @@ TEST(RecipeErrors, WrongTypesAndRanges) {
   EXPECT_NE(error_of(dir / "job.yaml", {"model.num_classes=many"}).find("model.num_classes: expected an integer, got 'many'"), std::string::npos);
 }
 
+// YAML's complex keys (`? [a, b]: 1`) and a mapping as a component's name escaped as yaml-cpp's
+// "bad conversion" (exit 1, no file or key). Found by fuzz/recipe_fuzz.cpp (fuzz/regressions/recipe/).
+TEST(RecipeErrors, KeysThatAreNotNamesNameFileLineColumn) {
+  TempDir dir;
+  write_file(dir / "job.yaml", std::string(kMinimal) + "  ? [a, b]\n  : 1\n");
+  EXPECT_EQ(error_of(dir / "job.yaml"), (dir / "job.yaml") + ":10:5: optimizer: a key must be a plain name, not a list");
+  write_file(dir / "job.yaml", std::string(kMinimal) + "? {x: 1}\n: 1\n");
+  EXPECT_EQ(error_of(dir / "job.yaml"), (dir / "job.yaml") + ":10:3: a key must be a plain name, not a mapping");
+  write_file(dir / "job.yaml", "model: {name: {x: 1}}\ndata: {dataset: {name: mnist, root: x}}\n");
+  EXPECT_NE(error_of(dir / "job.yaml").find(":1:15: model.name: expected a name; one of: basicnet"), std::string::npos);
+}
+
 TEST(RecipeErrors, UnknownComponentSuggestsRegisteredName) {
   TempDir dir;
   write_file(dir / "job.yaml", "model: {name: basicnett}\ndata: {dataset: {name: mnist, root: x}}\n");
