@@ -157,6 +157,38 @@ std::optional<at::Tensor> decode_jpeg(const std::vector<unsigned char>& data, in
   return out;
 }
 
+// PIL's decompression-bomb limit (2 x Image.MAX_IMAGE_PIXELS): torchvision's loader refuses
+// larger images, and a few hundred bytes of header can claim 20000 x 35000 pixels (2 GB to decode).
+constexpr int64_t kMaxPixels = 178956970;
+
+// Width and height from a JPEG's or PNG's header, without decoding; nullopt for other formats
+// and headers this cannot read (the decoder then judges the file).
+std::optional<std::pair<int64_t, int64_t>> header_size(const std::vector<unsigned char>& data) {
+  static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (data.size() >= 24 && std::memcmp(data.data(), png, 8) == 0 && std::memcmp(data.data() + 12, "IHDR", 4) == 0) {
+    auto be32 = [&](std::size_t at) {
+      return int64_t(data[at]) << 24 | int64_t(data[at + 1]) << 16 | int64_t(data[at + 2]) << 8 | int64_t(data[at + 3]);
+    };
+    return std::make_pair(be32(20), be32(16));
+  }
+  if (!is_jpeg(data)) return std::nullopt;
+  jpeg_decompress_struct cinfo;
+  JpegError err;
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = jpeg_fail;
+  err.pub.output_message = jpeg_quiet;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return std::nullopt;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data.data(), static_cast<unsigned long>(data.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  auto size = std::make_pair(int64_t(cinfo.image_height), int64_t(cinfo.image_width));
+  jpeg_destroy_decompress(&cinfo);
+  return size;
+}
+
 }  // namespace
 
 // JPEGs go straight to libjpeg-turbo in RGB (the decoder imread uses, without its BGR round trip:
@@ -170,6 +202,10 @@ at::Tensor decode_image_region(const std::string& path, int64_t channels, const 
     throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
   std::optional<CropBox> box;
   std::vector<unsigned char> data = read_bytes(path);
+  if (auto hw = header_size(data); hw && hw->first * hw->second > kMaxPixels)
+    throw UnreadableFile(path + ": " + std::to_string(hw->second) + " x " + std::to_string(hw->first) + " = " +
+                         std::to_string(hw->first * hw->second) + " pixels, more than " + std::to_string(kMaxPixels) +
+                         " (PIL's decompression-bomb limit, which torchvision's loader enforces)");
   if (is_jpeg(data))
     if (auto img = decode_jpeg(data, channels, pick, &box)) return *img;
   // Not a JPEG, or one libjpeg could not decode cleanly: the whole image, then the box (drawn

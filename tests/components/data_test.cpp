@@ -248,6 +248,28 @@ TEST(Decode, GrayscaleIsPilsLumaAndMissingFilesAreNamed) {
   EXPECT_NE(err.find("nope.jpg: cannot open"), std::string::npos) << err;
 }
 
+// A few header bytes can claim 20000 x 35000 pixels: refused before anything is decoded, as PIL's
+// decompression-bomb check refuses it in torchvision's loader. Found by fuzz/image_fuzz.cpp
+// (a 172-byte JPEG that made OpenCV allocate and decode 2 GB; fuzz/regressions/image/).
+TEST(Decode, ImagesOverPilsPixelLimitAreRefusedFromTheHeader) {
+  test::TempDir dir;
+  write_image(dir / "a.jpg", picture(5));
+  write_image(dir / "a.png", picture(5));
+  std::string jpg = test::read_file(dir / "a.jpg"), png = test::read_file(dir / "a.png");
+  std::size_t sof = jpg.find("\xff\xc0");
+  ASSERT_NE(sof, std::string::npos);
+  jpg.replace(sof + 5, 4, std::string("\x4e\x47\x89\x50", 4));  // height 20039, width 35152
+  test::write_file(dir / "bomb.jpg", jpg);
+  png.replace(16, 8, std::string("\x00\x00\x89\x50\x00\x00\x4e\x47", 8));  // width 35152, height 20039
+  test::write_file(dir / "bomb.png", png);
+  for (const char* name : {"bomb.jpg", "bomb.png"}) {
+    std::string err = test::error_of<UnreadableFile>([&] { decode_image(dir / name, 3); });
+    EXPECT_EQ(err, (dir / name) + ": 35152 x 20039 = 704410928 pixels, more than 178956970 (PIL's decompression-bomb "
+                                  "limit, which torchvision's loader enforces)");
+  }
+  EXPECT_EQ(decode_image(dir / "a.jpg", 3).size(0), picture(5).size(0));  // an ordinary one still decodes
+}
+
 // A dataset of distinct constant images whose pixel value is the index.
 class Indexed : public Dataset {
  public:
