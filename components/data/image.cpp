@@ -202,9 +202,10 @@ at::Tensor decode_image_region(const std::string& path, int64_t channels, const 
     throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
   std::optional<CropBox> box;
   std::vector<unsigned char> data = read_bytes(path);
-  if (auto hw = header_size(data); hw && hw->first * hw->second > kMaxPixels)
+  // PNG sizes are 32-bit: their product fits in 64 bits unsigned, not signed.
+  if (auto hw = header_size(data); hw && uint64_t(hw->first) * uint64_t(hw->second) > uint64_t(kMaxPixels))
     throw UnreadableFile(path + ": " + std::to_string(hw->second) + " x " + std::to_string(hw->first) + " = " +
-                         std::to_string(hw->first * hw->second) + " pixels, more than " + std::to_string(kMaxPixels) +
+                         std::to_string(uint64_t(hw->first) * uint64_t(hw->second)) + " pixels, more than " + std::to_string(kMaxPixels) +
                          " (PIL's decompression-bomb limit, which torchvision's loader enforces)");
   if (is_jpeg(data))
     if (auto img = decode_jpeg(data, channels, pick, &box)) return *img;

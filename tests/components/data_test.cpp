@@ -267,6 +267,12 @@ TEST(Decode, ImagesOverPilsPixelLimitAreRefusedFromTheHeader) {
     EXPECT_EQ(err, (dir / name) + ": 35152 x 20039 = 704410928 pixels, more than 178956970 (PIL's decompression-bomb "
                                   "limit, which torchvision's loader enforces)");
   }
+  // The largest sizes a PNG can state (their product overflowed a signed 64-bit count: UBSan, fuzz/regressions/image/).
+  png.replace(16, 8, std::string(8, '\xff'));
+  test::write_file(dir / "huge.png", png);
+  EXPECT_EQ(test::error_of<UnreadableFile>([&] { decode_image(dir / "huge.png", 3); }),
+            (dir / "huge.png") + ": 4294967295 x 4294967295 = 18446744065119617025 pixels, more than 178956970 (PIL's "
+                                 "decompression-bomb limit, which torchvision's loader enforces)");
   EXPECT_EQ(decode_image(dir / "a.jpg", 3).size(0), picture(5).size(0));  // an ordinary one still decodes
 }
 
