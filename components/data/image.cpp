@@ -157,6 +157,19 @@ std::optional<at::Tensor> decode_jpeg(const std::vector<unsigned char>& data, in
   return out;
 }
 
+// The formats torchvision's ImageFolder lists (IMG_EXTENSIONS, as image_files.cpp), told by
+// their first bytes. Only these reach OpenCV: imread tries every decoder Debian built it with
+// (DICOM through GDCM, JPEG 2000, OpenEXR, GDAL's rasters...), and GDCM aborts the process on a
+// malformed file (found by fuzz/image_fuzz.cpp), so a stray file must not reach them.
+bool is_listed_format(const std::vector<unsigned char>& d) {
+  auto starts = [&](const char* magic, std::size_t n, std::size_t at = 0) {
+    return d.size() >= at + n && std::memcmp(d.data() + at, magic, n) == 0;
+  };
+  return is_jpeg(d) || starts("\x89PNG\r\n\x1a\n", 8) || starts("BM", 2) || starts("II*\0", 4) || starts("MM\0*", 4) ||
+         (starts("RIFF", 4) && starts("WEBP", 4, 8)) ||
+         (d.size() >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6');  // PBM/PGM/PPM
+}
+
 // PIL's decompression-bomb limit (2 x Image.MAX_IMAGE_PIXELS): torchvision's loader refuses
 // larger images, and a few hundred bytes of header can claim 20000 x 35000 pixels (2 GB to decode).
 constexpr int64_t kMaxPixels = 178956970;
@@ -207,6 +220,8 @@ at::Tensor decode_image_region(const std::string& path, int64_t channels, const 
     throw UnreadableFile(path + ": " + std::to_string(hw->second) + " x " + std::to_string(hw->first) + " = " +
                          std::to_string(uint64_t(hw->first) * uint64_t(hw->second)) + " pixels, more than " + std::to_string(kMaxPixels) +
                          " (PIL's decompression-bomb limit, which torchvision's loader enforces)");
+  if (!data.empty() && !is_listed_format(data))
+    throw UnreadableFile(path + ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file (judged by its first bytes)");
   if (is_jpeg(data))
     if (auto img = decode_jpeg(data, channels, pick, &box)) return *img;
   // Not a JPEG, or one libjpeg could not decode cleanly: the whole image, then the box (drawn

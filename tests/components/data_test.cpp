@@ -276,6 +276,24 @@ TEST(Decode, ImagesOverPilsPixelLimitAreRefusedFromTheHeader) {
   EXPECT_EQ(decode_image(dir / "a.jpg", 3).size(0), picture(5).size(0));  // an ordinary one still decodes
 }
 
+// Only the formats torchvision's ImageFolder lists reach OpenCV: a malformed DICOM file (a "DICM"
+// at byte 128) made Debian's OpenCV call GDCM, which aborted the process (fuzz/image_fuzz.cpp,
+// fuzz/regressions/image/gdcm-abort).
+TEST(Decode, OnlyTheListedFormatsReachTheDecoders) {
+  test::TempDir dir;
+  std::string dicom = "\x89P" + std::string(126, '6') + "DICM" + std::string("\x00\x14\x14", 3);
+  test::write_file(dir / "scan.png", dicom);
+  EXPECT_EQ(test::error_of<UnreadableFile>([&] { decode_image(dir / "scan.png", 3); }),
+            (dir / "scan.png") + ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file (judged by its first bytes)");
+  test::write_file(dir / "page.html", "<html>404</html>");
+  EXPECT_NE(test::error_of<UnreadableFile>([&] { decode_image(dir / "page.html", 1); }).find(": cannot decode the image: not a JPEG, PNG"),
+            std::string::npos);
+  for (const char* name : {"a.bmp", "a.ppm", "a.tiff", "a.webp", "a.png"}) {  // every listed one still decodes
+    write_image(dir / name, picture(4));
+    EXPECT_EQ(decode_image(dir / name, 3).size(0), picture(4).size(0)) << name;
+  }
+}
+
 // A dataset of distinct constant images whose pixel value is the index.
 class Indexed : public Dataset {
  public:
