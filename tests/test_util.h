@@ -180,6 +180,28 @@ class TwoNodes {
   bool ok_ = false;
 };
 
+// An MNIST folder (IDX files, as mnist reads them) of black 28x28 images, `train` to train on and
+// 20 to evaluate, but for training example `bad` with a white pixel: normalized with std 1e-39,
+// that pixel is inf, and its batch's loss is nan. Every other input is exactly 0.
+inline void write_black_mnist(const std::string& dir, int train, int bad) {
+  auto be32 = [](uint32_t v) {
+    return std::string{char(v >> 24), char(v >> 16 & 255), char(v >> 8 & 255), char(v & 255)};
+  };
+  auto split = [&](const std::string& prefix, int n, int white) {
+    std::string images = be32(0x803) + be32(uint32_t(n)) + be32(28) + be32(28), labels = be32(0x801) + be32(uint32_t(n));
+    for (int i = 0; i < n; ++i) {
+      std::string pixels(784, '\0');
+      if (i == white) pixels[400] = char(255);
+      images += pixels;
+      labels += char(i % 10);
+    }
+    write_file(dir + "/" + prefix + "-images-idx3-ubyte", images);
+    write_file(dir + "/" + prefix + "-labels-idx1-ubyte", labels);
+  };
+  split("train", train, bad);
+  split("t10k", 20, -1);
+}
+
 inline int count_lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';

@@ -74,7 +74,8 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
 
 // The one line the user reads, on stderr and (under torchrun) in its error file; the exit code.
 int fail(const std::string& message, int code, bool print = true) {
-  if (print) std::cerr << message << "\n";
+  // One write: ranks share the terminal, and two writes from two ranks interleave mid-line.
+  if (print) std::cerr << message + "\n";
   record_error_for_launcher(message);
   return code;
 }
@@ -106,9 +107,9 @@ int run_cli(int argc, char** argv) {
   } catch (const RecipeError& e) {
     return fail(e.what(), 2);
   } catch (const DataError& e) {
-    return fail(e.what(), state.started ? 1 : 2);
+    return state.started ? fail("rank " + std::to_string(state.rank) + ": " + e.what(), 1) : fail(e.what(), 2);
   } catch (const WeightsError& e) {
-    return fail(e.what(), state.started ? 1 : 2);
+    return state.started ? fail("rank " + std::to_string(state.rank) + ": " + e.what(), 1) : fail(e.what(), 2);
   } catch (const TrainingInterrupted& e) {
     return fail("rank " + std::to_string(state.rank) + ": " + e.what(), e.exit_code);
   } catch (const WorldFailure& e) {

@@ -16,6 +16,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// labels.json as a run writes it: {"0": "cat", "1": "dog", ...}, every index from 0 once.
+std::vector<std::string> labels_of(const nlohmann::json& j, const std::string& file) {
+  if (!j.is_object() || j.empty()) throw DataError(file + ": not a labels file: expected {\"0\": \"class name\", ...}");
+  std::vector<std::string> labels(j.size());
+  std::vector<bool> seen(j.size());
+  for (auto& [index, name] : j.items()) {
+    const bool digits = !index.empty() && index.size() < 10 && index.find_first_not_of("0123456789") == std::string::npos;
+    const std::size_t i = digits ? std::stoul(index) : labels.size();
+    if (i >= labels.size() || seen[i])
+      throw DataError(file + ": not a labels file: key '" + index + "' is not a class index from 0 to " +
+                      std::to_string(labels.size() - 1) + " (each once)");
+    if (!name.is_string()) throw DataError(file + ": not a labels file: the name of class " + index + " is not a string");
+    labels[i] = name.get<std::string>();
+    seen[i] = true;
+  }
+  return labels;
+}
+
 // The run's labels.json beside the weights (a run folder) or one level up (a checkpoint folder
 // inside one); empty when there is none.
 std::vector<std::string> run_labels(const std::string& weights) {
@@ -28,13 +46,7 @@ std::vector<std::string> run_labels(const std::string& weights) {
     } catch (const nlohmann::json::exception& e) {
       throw DataError(candidate.string() + ": not a labels file: " + e.what());
     }
-    std::vector<std::string> labels(j.size());
-    for (auto& [index, name] : j.items()) {
-      std::size_t i = std::stoul(index);
-      if (i >= labels.size() || !name.is_string()) throw DataError(candidate.string() + ": not a labels file (index " + index + ")");
-      labels[i] = name.get<std::string>();
-    }
-    return labels;
+    return labels_of(j, candidate.string());
   }
   return {};
 }

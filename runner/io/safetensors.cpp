@@ -21,12 +21,6 @@ const std::vector<std::pair<std::string, at::ScalarType>>& dtypes() {
   return table;
 }
 
-std::string dtype_name(at::ScalarType t) {
-  for (auto& [name, type] : dtypes())
-    if (type == t) return name;
-  throw WeightsError(std::string("safetensors: unsupported dtype ") + c10::toString(t));
-}
-
 at::ScalarType dtype_of(const std::string& name, const std::string& path, const std::string& key) {
   for (auto& [n, type] : dtypes())
     if (n == name) return type;
@@ -34,6 +28,12 @@ at::ScalarType dtype_of(const std::string& name, const std::string& path, const 
 }
 
 }  // namespace
+
+std::string safetensors_dtype(at::ScalarType t) {
+  for (auto& [name, type] : dtypes())
+    if (type == t) return name;
+  throw WeightsError(std::string("safetensors: unsupported dtype ") + c10::toString(t));
+}
 
 void save_safetensors(const std::string& path, const TensorList& tensors,
                       const std::map<std::string, std::string>& metadata) {
@@ -44,7 +44,7 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
   for (const auto& [name, t] : tensors) {
     at::Tensor c = t.detach().cpu().contiguous();
     int64_t bytes = int64_t(c.numel() * c.element_size());
-    header[name] = {{"dtype", dtype_name(c.scalar_type())}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", safetensors_dtype(c.scalar_type())}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     data.push_back(c);
   }

@@ -18,6 +18,9 @@ struct WeightsError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The format's name of a dtype (F32, BF16, I64, ...); WeightsError for one it has none for.
+std::string safetensors_dtype(at::ScalarType type);
+
 // Writes F32/F16/BF16/I64/... tensors (contiguous CPU copies) to `path` atomically: a temporary
 // file in the same folder, fsynced, then renamed over `path`.
 void save_safetensors(const std::string& path, const TensorList& tensors,

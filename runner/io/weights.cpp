@@ -49,7 +49,7 @@ std::string list(const std::vector<std::string>& items, std::size_t most = 8) {
 LoadReport load_state_dict(torch::nn::Module& module, const TensorList& tensors, const std::string& source,
                            const std::string& classifier_glob) {
   std::map<std::string, at::Tensor> given(tensors.begin(), tensors.end());
-  std::vector<std::string> missing, mismatched, unexpected;
+  std::vector<std::string> missing, mismatched, unexpected, wrong_type;
   LoadReport report;
   std::vector<std::pair<at::Tensor, at::Tensor>> copies;
   std::vector<at::Tensor> zeroed;
@@ -66,17 +66,23 @@ LoadReport load_state_dict(torch::nn::Module& module, const TensorList& tensors,
       bool head = !classifier_glob.empty() && fnmatch(classifier_glob.c_str(), name.c_str(), 0) == 0;
       if (head) report.reinitialised.push_back(name + " " + shape(it->second) + " -> " + shape(target));
       else mismatched.push_back(name + " (file " + shape(it->second) + ", model " + shape(target) + ")");
+    } else if (it->second.is_floating_point() != target.is_floating_point()) {
+      // F16/BF16/F64 convert to the model's dtype as load_state_dict's copy_ does; integers
+      // where the model has floats (or the reverse) are not weights of this model.
+      wrong_type.push_back(name + " (file " + safetensors_dtype(it->second.scalar_type()) + ", model " +
+                           safetensors_dtype(target.scalar_type()) + ")");
     } else {
       copies.emplace_back(target, it->second);
     }
     given.erase(it);
   }
   for (auto& [name, _] : given) unexpected.push_back(name);
-  if (!missing.empty() || !mismatched.empty() || !unexpected.empty()) {
+  if (!missing.empty() || !mismatched.empty() || !unexpected.empty() || !wrong_type.empty()) {
     std::string msg = source + ": weights do not match the model:";
     if (!missing.empty()) msg += " missing keys: " + list(missing) + ";";
     if (!unexpected.empty()) msg += " unexpected keys: " + list(unexpected) + ";";
     if (!mismatched.empty()) msg += " wrong shapes: " + list(mismatched) + ";";
+    if (!wrong_type.empty()) msg += " wrong dtypes: " + list(wrong_type) + ";";
     msg.pop_back();
     throw WeightsError(msg);
   }

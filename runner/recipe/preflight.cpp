@@ -2,6 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <unistd.h>
+
 namespace trainrun {
 
 namespace {
@@ -82,6 +88,22 @@ RunLength preflight(const Job& job, int64_t world_size) {
   try_pipeline(job, *job.data.train, job.train_transforms, "data.train_transforms");
   if (job.data.eval) try_pipeline(job, *job.data.eval, job.eval_transforms, "data.eval_transforms");
   return length;
+}
+
+void check_output_folder(const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::path existing = fs::path(dir).lexically_normal();
+  std::error_code ec;
+  while (!fs::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  const std::string key = "output.dir: " + dir + ": ";
+  if (!fs::is_directory(existing, ec)) throw RecipeError(key + existing.string() + " is a file, not a folder");
+  // access() is what the kernel would answer to the mkdir: EROFS on a read-only mount even for
+  // root, who passes every permission check.
+  if (::access(existing.c_str(), W_OK | X_OK) != 0)
+    throw RecipeError(key + (existing == fs::path(dir).lexically_normal() ? "cannot write in it: "
+                                                                           : "cannot create it in " + existing.string() + ": ") +
+                      std::strerror(errno));
 }
 
 }  // namespace trainrun

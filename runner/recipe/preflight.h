@@ -25,4 +25,10 @@ RunLength run_length(const Job& job, int64_t world_size);
 // number of channels, an image transform after to_tensor, a size the model cannot take).
 RunLength preflight(const Job& job, int64_t world_size);
 
+// Throws RecipeError when the process that makes the run folder could not write output.dir: the
+// folder, or the nearest part of its path that exists, is a file, on a read-only file system or
+// not writable for this user. Nothing is created. (`trainrun check` leaves it alone: a recipe is
+// often checked on another machine than the one it runs on.)
+void check_output_folder(const std::string& dir);
+
 }  // namespace trainrun

@@ -103,13 +103,16 @@ class Loader {
     throw RecipeError(where(path, at) + ": " + (path.empty() ? "" : path + ": ") + msg);
   }
 
-  // file:line:col for nodes from the file; the override for nodes the command line set.
+  // file:line:col for nodes from the file; the override for nodes the command line set,
+  // including a section it created (`wrld.nproc_per_node=1` makes the key `wrld`).
   std::string where(const std::string& path, const Node& at) const {
     for (auto& [p, text] : overridden_)
       if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0)
         return "command line '" + text + "'";
     if (at && at.Mark().line >= 0 && !at.Mark().is_null())
       return file_ + ":" + std::to_string(at.Mark().line + 1) + ":" + std::to_string(at.Mark().column + 1);
+    for (auto& [p, text] : overridden_)
+      if (!path.empty() && p.rfind(path + ".", 0) == 0) return "command line '" + text + "'";
     return file_;
   }
 

@@ -9,27 +9,6 @@
 namespace trainrun {
 namespace {
 
-// IDX files of black 28x28 images, but for one example with a white pixel: normalized with
-// std 1e-39, that pixel is inf, and its batch's loss is nan. Every other input is exactly 0.
-void write_black_mnist(const std::string& dir, int train, int bad) {
-  auto be32 = [](uint32_t v) {
-    return std::string{char(v >> 24), char(v >> 16 & 255), char(v >> 8 & 255), char(v & 255)};
-  };
-  auto split = [&](const std::string& prefix, int n, int white) {
-    std::string images = be32(0x803) + be32(uint32_t(n)) + be32(28) + be32(28), labels = be32(0x801) + be32(uint32_t(n));
-    for (int i = 0; i < n; ++i) {
-      std::string pixels(784, '\0');
-      if (i == white) pixels[400] = char(255);
-      images += pixels;
-      labels += char(i % 10);
-    }
-    test::write_file(dir + "/" + prefix + "-images-idx3-ubyte", images);
-    test::write_file(dir + "/" + prefix + "-labels-idx1-ubyte", labels);
-  };
-  split("train", train, bad);
-  split("t10k", 20, -1);
-}
-
 class WorldFailure : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,7 +18,7 @@ class WorldFailure : public ::testing::Test {
                         " -c 'import torch; g = torch.Generator(); g.manual_seed(42); "
                         "print(torch.randperm(256, generator=g)[2 * 20 + 1].item())'");
     if (py.code != 0) GTEST_SKIP() << "python3-torch is not installed: " << py.err;
-    write_black_mnist(dir / "data", 256, std::stoi(py.out));
+    test::write_black_mnist(dir / "data", 256, std::stoi(py.out));
   }
   std::string args(const std::string& out) const {
     return test::source("recipes/quickstart.yaml") + " data.dataset.root=" + (dir / "data") +

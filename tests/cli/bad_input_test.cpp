@@ -1,0 +1,461 @@
+// The README's table "Bad inputs: what you see" (SPEC §7), one test per row: the real trainrun
+// binary on a fixture the test writes, checking the line the user reads, the exit code (2: nothing
+// started or written; 1: failed after starting; 130/138: stopped after a checkpoint) and what is
+// left on disk. Other suites test many of these cases more deeply; here each row is checked as
+// the table states it.
+#include "components/data/image.h"
+#include "components/models/model.h"
+#include "registry/registry.h"
+#include "runner/io/safetensors.h"
+#include "runner/io/weights.h"
+#include "test_util.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <map>
+#include <regex>
+
+namespace trainrun {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A small Fashion-MNIST run: 8 optimizer steps in one process, a few seconds with everything.
+// Line numbers in the tests below are this text's.
+constexpr const char* kRecipe = R"(name: bad_input
+model: {name: basicnet}
+data:
+  dataset: {name: mnist, root: /usr/share/datasets/fashion-mnist}
+  train_transforms: [to_tensor, normalize]
+  batch_size: 32
+  max_train_samples: 256
+  max_eval_samples: 100
+  workers: 1
+optimizer: {name: adamw, lr: 1.0e-3}
+train: {epochs: 1, loss: nll, log_every_steps: 2}
+world: {nproc_per_node: 1, master_port: 0, threads_per_proc: 1}
+)";
+
+// A socket bound to a loopback port the kernel picks: listening (a busy port) or not (nobody
+// answers there, and no other process can take the port while the test holds it).
+class LoopbackPort {
+ public:
+  explicit LoopbackPort(bool listen) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(listen ? INADDR_ANY : INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    if (listen) ::listen(fd_, 1);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ~LoopbackPort() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+};
+
+// Whether `text` has `line` as one of its lines (ranks write theirs in any order).
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+std::string last_line(const std::string& text) {
+  std::string s = text.substr(0, text.size() - (!text.empty() && text.back() == '\n'));
+  return s.substr(s.rfind('\n') + 1);
+}
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+
+  // kRecipe with `from` replaced by `to`, written to r.yaml with output.dir = run; its path.
+  std::string recipe(const std::string& from = "", const std::string& to = "") const {
+    std::string text = kRecipe;
+    if (!from.empty()) {
+      auto at = text.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      if (at != std::string::npos) text.replace(at, from.size(), to);
+    }
+    test::write_file(dir / "r.yaml", text + "output: {dir: " + (dir / "run") + "}\n");
+    return dir / "r.yaml";
+  }
+
+  // `trainrun check ARGS` and `trainrun ARGS` both exit 2 with `line` as all of stderr, and the
+  // run leaves no run folder.
+  void expect_bad_input(const std::string& args, const std::string& line) const {
+    for (const std::string command : {"check ", ""}) {
+      auto r = test::run(test::trainrun(command + args));
+      EXPECT_EQ(r.code, 2) << command << args << "\n" << r.err;
+      EXPECT_EQ(r.err, line + "\n") << command << args;
+    }
+    EXPECT_FALSE(fs::exists(dir / "run"));
+  }
+
+  // A 2-process run of 200 steps per rank, logging every 2; `then` runs once the first loss is
+  // logged (with $L the launcher's pid). Prints the exit code as "rc=N"; stderr is in dir/err.
+  test::RunResult long_run_and(const std::string& then) const {
+    std::string cmd = test::trainrun(recipe() + " world.nproc_per_node=2 data.max_train_samples=12800 world.timeout_s=30");
+    return test::run("bash -c '" + cmd + " >" + (dir / "out") + " 2>" + (dir / "err") + " & L=$!; " +
+                     "for i in $(seq 600); do grep -q loss " + (dir / "out") + " && break; sleep 0.1; done; " + then +
+                     "; wait $L; echo rc=$?'");
+  }
+
+  // SIGINT/SIGTERM/SIGUSR1 on the launcher: both ranks stop after the same step N with a
+  // checkpoint-N, each saying so; the launcher's line is the last. Returns N.
+  std::string expect_stopped_with_checkpoint(const std::string& signal, const std::string& reason, int code,
+                                             const std::string& launcher_line) const {
+    auto r = long_run_and("kill -" + signal + " $L");
+    std::string err = test::read_file(dir / "err");
+    EXPECT_EQ(r.out, "rc=" + std::to_string(code) + "\n") << err;
+    std::smatch m;
+    std::regex rank0("(^|\n)rank 0: interrupted \\(" + reason + "\\) at step (\\d+); checkpoint saved\n");
+    if (!std::regex_search(err, m, rank0)) {
+      ADD_FAILURE() << err;
+      return "";
+    }
+    std::string step = m[2].str();
+    EXPECT_TRUE(has_line(err, "rank 1: interrupted (" + reason + ") at step " + step + "; checkpoint saved")) << err;
+    EXPECT_EQ(last_line(err), launcher_line) << err;
+    EXPECT_TRUE(fs::exists(dir / ("run/checkpoint-" + step + "/trainer_state.json"))) << err;
+    EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
+    return step;
+  }
+
+  // BasicNet's state_dict for Fashion-MNIST's 10 classes, with `change` applied, as safetensors.
+  std::string weights(const std::string& name, const std::function<void(TensorList&)>& change) const {
+    YAML::Node cfg = YAML::Load("{name: basicnet, in_channels: 1, dropout1: 0.25, dropout2: 0.5, pretrained: null}");
+    cfg["num_classes"] = 10;
+    TensorList tensors = state_dict(*Registry<Classifier>::instance().get("basicnet").make(Config(cfg, "model")));
+    change(tensors);
+    save_safetensors(dir / name, tensors);
+    return dir / name;
+  }
+
+  // `trainrun ARGS model.pretrained=FILE` is exit 2 with `problem` after "model.pretrained: FILE: ";
+  // nothing is written and the file is left as it was.
+  void expect_bad_weights(const std::string& file, const std::string& problem) const {
+    std::string before = test::read_file(file);
+    expect_bad_input(recipe() + " model.pretrained=" + file, "model.pretrained: " + file + ": " + problem);
+    EXPECT_TRUE(test::read_file(file) == before);
+  }
+
+  // Pets-like photos of two breeds and one .jpg that is not an image at all; the recipe, and the
+  // line that names that file.
+  std::string corrupt_pets_recipe() const {
+    fs::create_directories(dir / "pets");
+    for (int i = 1; i <= 8; ++i)
+      for (std::string breed : {"Abyssinian", "beagle"})
+        write_image(dir / ("pets/" + breed + "_" + std::to_string(i) + ".jpg"), torch::full({28, 28, 3}, i * 20, torch::kUInt8));
+    test::write_file(dir / "pets/beagle_77.jpg", "not a jpeg at all");
+    return recipe() + " 'data.dataset={name: pets_folder, root: " + (dir / "pets") + ", channels: 1, val_fraction: 0.25}'";
+  }
+  std::string corrupt_line() const {
+    return (dir / "pets/beagle_77.jpg") +
+           ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file (judged by its first bytes)";
+  }
+
+  test::TempDir dir;
+};
+
+// Everything in `dir`, for "left as it was" checks.
+std::map<std::string, std::string> contents(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(dir))
+    out[e.path().string()] = e.is_regular_file() ? test::read_file(e.path().string()) : "(folder)";
+  return out;
+}
+
+TEST_F(BadInput, YamlSyntax) {
+  expect_bad_input(recipe("lr: 1.0e-3}", "lr: 1.0e-3"),
+                   (dir / "r.yaml") + ":11:6: YAML syntax error: end of map flow not found");
+}
+
+TEST_F(BadInput, MisspeltSection) {
+  expect_bad_input(recipe("optimizer:", "optimzer:"), (dir / "r.yaml") + ":10:1: optimzer: unknown key (did you mean 'optimizer'?)");
+}
+
+TEST_F(BadInput, MisspeltKeyInASection) {
+  expect_bad_input(recipe("batch_size:", "batch_sise:"),
+                   (dir / "r.yaml") + ":6:3: data.batch_sise: unknown key (did you mean 'batch_size'?)");
+}
+
+TEST_F(BadInput, MisspeltComponentParameter) {
+  expect_bad_input(recipe("{name: basicnet}", "{name: basicnet, dropout: 0.1}"),
+                   (dir / "r.yaml") + ":2:25: model.dropout: unknown key (did you mean 'dropout1'?)");
+}
+
+TEST_F(BadInput, MisspeltKeyInAListItem) {
+  expect_bad_input(recipe("[to_tensor, normalize]", "[to_tensor, {normalize: {meen: model}}]"),
+                   (dir / "r.yaml") + ":5:46: data.train_transforms[1].normalize.meen: unknown key (did you mean 'mean'?)");
+}
+
+// A key the command line misspells, in a section or as the section itself, names the override.
+TEST_F(BadInput, MisspeltKeyInAnOverride) {
+  expect_bad_input(recipe() + " optimizer.lrr=1", "command line 'optimizer.lrr=1': optimizer.lrr: unknown key (did you mean 'lr'?)");
+  expect_bad_input(recipe() + " wrld.nproc_per_node=2",
+                   "command line 'wrld.nproc_per_node=2': wrld: unknown key (did you mean 'world'?)");
+}
+
+TEST_F(BadInput, WrongType) {
+  expect_bad_input(recipe("epochs: 1", "epochs: two"), (dir / "r.yaml") + ":11:17: train.epochs: expected an integer, got 'two'");
+}
+
+TEST_F(BadInput, OutOfRangeValue) {
+  expect_bad_input(recipe("batch_size: 32", "batch_size: 0"), (dir / "r.yaml") + ":6:15: data.batch_size: must be >= 1, got 0");
+  expect_bad_input(recipe() + " model.name=resnet18 model.drop_path_rate=1.0",
+                   "command line 'model.drop_path_rate=1.0': model.drop_path_rate: must be < 1, got 1.0");
+}
+
+// The list of registered names ends the line; plugins may add to it.
+TEST_F(BadInput, UnknownRegistryName) {
+  std::string args = recipe("{name: basicnet}", "{name: resnet19}");
+  for (const std::string command : {"check ", ""}) {
+    auto r = test::run(test::trainrun(command + args));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind((dir / "r.yaml") + ":2:15: model.name: unknown model 'resnet19' (did you mean 'resnet18'?); "
+                                                "one of: basicnet, resnet18, resnet50d", 0),
+              0u) << r.err;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+TEST_F(BadInput, MissingDatasetFolder) {
+  expect_bad_input(recipe() + " data.dataset.root=" + (dir / "nowhere"), (dir / "nowhere") + ": no such folder");
+}
+
+TEST_F(BadInput, EmptyDatasetFolder) {
+  fs::create_directories(dir / "empty");
+  expect_bad_input(recipe() + " data.dataset.root=" + (dir / "empty"),
+                   (dir / "empty") + "/train-images-idx3-ubyte[.gz]: no such file (an MNIST folder holds "
+                                     "train-images-idx3-ubyte and its three siblings)");
+  expect_bad_input(recipe() + " 'data.dataset={name: image_folder, root: " + (dir / "empty") + "}'",
+                   (dir / "empty") + ": no class sub-folders (image_folder expects root/CLASS/IMAGE)");
+}
+
+TEST_F(BadInput, NoFileMatchesTheRegex) {
+  fs::create_directories(dir / "pets");
+  for (int i = 0; i < 3; ++i) write_image(dir / ("pets/cat-" + std::to_string(i) + ".jpg"), torch::zeros({28, 28, 3}, torch::kUInt8));
+  expect_bad_input(recipe() + " 'data.dataset={name: pets_folder, root: " + (dir / "pets") + "}'",
+                   (dir / "pets") + ": no file matches label_regex '^(.*)_\\d+\\.jpg$' (3 files looked at)");
+}
+
+TEST_F(BadInput, TruncatedIdx) {
+  test::write_black_mnist(dir / "idx", 10, -1);
+  fs::resize_file(dir / "idx/train-images-idx3-ubyte", 16 + 7000);
+  expect_bad_input(recipe() + " data.dataset.root=" + (dir / "idx") + " data.dataset.classes=null",
+                   (dir / "idx/train-images-idx3-ubyte") +
+                       ": truncated: header promises 10 x 28 x 28 = 7840 bytes of data, found 7000");
+}
+
+TEST_F(BadInput, TruncatedStl10) {
+  const int64_t image = 96 * 96 * 3;
+  for (std::string split : {"train", "test"}) {
+    test::write_file(dir / ("stl/" + split + "_X.bin"), std::string(std::size_t(2 * image), '\x80'));
+    test::write_file(dir / ("stl/" + split + "_y.bin"), "\x01\x02");
+  }
+  fs::resize_file(dir / "stl/train_X.bin", 2 * image - 100);
+  expect_bad_input(recipe() + " 'data.dataset={name: stl10, root: " + (dir / "stl") + "}'",
+                   (dir / "stl/train_X.bin") + ": " + std::to_string(2 * image - 100) +
+                       " bytes is not a whole number of 96x96x3 images (27648 bytes each)");
+}
+
+TEST_F(BadInput, CorruptImageSkipped) {
+  auto r = test::run(test::trainrun(corrupt_pets_recipe()));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has_line(r.out, "skipped an unreadable example (1 so far): " + corrupt_line())) << r.out;  // rank 0's console
+  EXPECT_TRUE(fs::exists(dir / "run/model.safetensors"));
+}
+
+TEST_F(BadInput, CorruptImageFatal) {
+  auto r = test::run(test::trainrun(corrupt_pets_recipe() + " data.on_bad_file=error"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err, "rank 0: " + corrupt_line() + "\n");
+  EXPECT_TRUE(fs::exists(dir / "run/labels.json"));
+  EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
+}
+
+TEST_F(BadInput, WeightsWithWrongKeys) {
+  expect_bad_weights(weights("keys.safetensors", [](TensorList& t) { t[0].first = "convA.weight"; }),
+                     "weights do not match the model: missing keys: conv1.weight; unexpected keys: convA.weight");
+}
+
+TEST_F(BadInput, WeightsWithWrongShapes) {
+  expect_bad_weights(weights("shapes.safetensors", [](TensorList& t) { t[2].second = t[2].second.transpose(0, 1); }),
+                     "weights do not match the model: wrong shapes: conv2.weight (file [32, 64, 3, 3], model [64, 32, 3, 3])");
+}
+
+// Half precision converts, as load_state_dict's copy_ does; integers for floats are not weights.
+TEST_F(BadInput, WeightsWithWrongDtypes) {
+  std::string half = weights("half.safetensors", [](TensorList& t) { t[1].second = t[1].second.to(torch::kBFloat16); });
+  auto r = test::run(test::trainrun("check " + recipe() + " model.pretrained=" + half));
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_bad_weights(weights("int.safetensors", [](TensorList& t) { t[1].second = t[1].second.to(torch::kInt); }),
+                     "weights do not match the model: wrong dtypes: conv1.bias (file I32, model F32)");
+}
+
+TEST_F(BadInput, TruncatedSafetensors) {
+  std::string file = weights("cut.safetensors", [](TensorList&) {});
+  const std::string bytes = test::read_file(file);
+  uint64_t header = 0;
+  for (int i = 0; i < 8; ++i) header |= uint64_t(uint8_t(bytes[std::size_t(i)])) << (8 * i);
+  const uint64_t data = bytes.size() - 8 - header;
+  test::write_file(file, bytes.substr(0, bytes.size() - 8));  // into fc2.bias, the last tensor
+  expect_bad_weights(file, "truncated: tensor 'fc2.bias' ends at byte " + std::to_string(data) + " of " +
+                               std::to_string(data - 8));
+}
+
+// A header that says conv1.bias has 33 values where its offsets hold 32.
+TEST_F(BadInput, LyingSafetensors) {
+  std::string file = weights("lying.safetensors", [](TensorList&) {});
+  std::string bytes = test::read_file(file);
+  auto at = bytes.find("\"conv1.bias\":{\"dtype\":\"F32\",\"shape\":[32]");
+  ASSERT_NE(at, std::string::npos) << bytes.substr(0, 300);
+  bytes[bytes.find("[32]", at) + 2] = '3';
+  test::write_file(file, bytes);
+  expect_bad_weights(file, "tensor 'conv1.bias': data_offsets do not match its shape and dtype");
+}
+
+TEST_F(BadInput, BusyPort) {
+  LoopbackPort busy(/*listen=*/true);
+  auto r = test::run(test::trainrun(recipe() + " world.nproc_per_node=2 world.master_port=" + std::to_string(busy.port())));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "world.master_port: port " + std::to_string(busy.port()) +
+                       " on 127.0.0.1 is not free (Address already in use); pick another, or 0 for any free port\n");
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+// Node 1 of 2 whose master (node 0) never comes up: refused until world.timeout_s, then rank 1
+// says where it looked and the launcher which rank failed.
+TEST_F(BadInput, UnreachableMaster) {
+  LoopbackPort nobody(/*listen=*/false);
+  const std::string at = "127.0.0.1:" + std::to_string(nobody.port());
+  auto r = test::run(test::trainrun(recipe() + " world.nnodes=2 world.node_rank=1 world.timeout_s=2 world.master_port=" +
+                                    std::to_string(nobody.port())));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "rank 1: cannot reach the rendezvous at " + at + " within 2 s: no connection accepted\n"
+                   "trainrun: rank 1 exited with code 1\n");
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+TEST_F(BadInput, BadLauncherVariables) {
+  auto r = test::run("RANK=x WORLD_SIZE=2 " + test::trainrun(recipe()));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "RANK=x: expected a whole number >= 0 (set by the launcher that started trainrun, or by hand)\n");
+  r = test::run("RANK=2 WORLD_SIZE=2 " + test::trainrun(recipe()));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "rank 2 is outside a world of 2 (check RANK / WORLD_SIZE)\n");
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+TEST_F(BadInput, MoreProcessesThanExamples) {
+  expect_bad_input(recipe() + " world.nproc_per_node=2 data.max_train_samples=1",
+                   "world: 2 processes for 1 training examples; every process needs at least one (fewer processes, or "
+                   "more data)");
+}
+
+TEST_F(BadInput, Fp16OnCpu) {
+  expect_bad_input(recipe() + " precision=fp16",
+                   "precision: fp16 needs a CUDA device (this run is on cpu); use bf16 or fp32 on CPU, or precision: auto");
+}
+
+// The example whose white pixel makes the loss nan is the 21st the shuffled epoch meets
+// (DistributedSampler's torch.randperm(256) seeded with seed + epoch), so in the 3rd batch of 8.
+TEST_F(BadInput, NanLoss) {
+  auto generator = at::detail::createCPUGenerator(42);
+  test::write_black_mnist(dir / "black", 256, int(torch::randperm(256, generator, torch::kLong)[20].item<int64_t>()));
+  auto r = test::run(test::trainrun(recipe() + " data.dataset.root=" + (dir / "black") +
+                                    " data.dataset.classes=null data.batch_size=8 output.save_every=1"
+                                    " 'data.train_transforms=[to_tensor, {normalize: {mean: [0], std: [1e-39]}}]'"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "rank 0: step 3: loss is nan on rank 0; every rank stopped before the optimizer step (lower the "
+                   "learning rate or check the data); checkpoints saved before it are kept\n");
+  EXPECT_TRUE(fs::exists(dir / "run/checkpoint-2/model.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "run/checkpoint-3"));
+  EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
+}
+
+// A read-only mount (root passes every permission check, not this one); the folder is left as it
+// was. Found before anything starts, so exit 2.
+TEST_F(BadInput, ReadOnlyOutputFolder) {
+  fs::create_directories(dir / "ro/earlier");
+  test::write_file(dir / "ro/earlier/labels.json", "{}\n");
+  auto m = test::run("mount --bind -o ro " + (dir / "ro") + " " + (dir / "ro"));
+  if (m.code != 0) GTEST_SKIP() << "cannot make a read-only bind mount here (needs root): " << m.err;
+  auto before = contents(dir / "ro");
+  auto r = test::run(test::trainrun(recipe() + " output.dir=" + (dir / "ro/run")));
+  auto resumed = test::run(test::trainrun(recipe() + " output.dir=" + (dir / "ro/earlier")));
+  auto after = contents(dir / "ro");
+  test::run("umount " + (dir / "ro"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "output.dir: " + (dir / "ro/run") + ": cannot create it in " + (dir / "ro") + ": Read-only file system\n");
+  EXPECT_EQ(resumed.code, 2);
+  EXPECT_EQ(resumed.err, "output.dir: " + (dir / "ro/earlier") + ": cannot write in it: Read-only file system\n");
+  EXPECT_EQ(after, before);
+}
+
+// A 20 MB tmpfs holds one BasicNet checkpoint (weights 4.8 MB + AdamW state 9.6 MB), not two.
+TEST_F(BadInput, FullOutputFolder) {
+  fs::create_directories(dir / "small");
+  auto m = test::run("mount -t tmpfs -o size=20m tmpfs " + (dir / "small"));
+  if (m.code != 0) GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << m.err;
+  auto r = test::run(test::trainrun(recipe() + " output.save_every=2 train.eval_every=never output.dir=" + (dir / "small/run")));
+  bool kept = fs::exists(dir / "small/run/checkpoint-2/trainer_state.json");
+  bool partial = fs::exists(dir / "small/run/checkpoint-4") || fs::exists(dir / "small/run/.checkpoint-4.tmp");
+  test::run("umount " + (dir / "small"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "rank 0: cannot save " + (dir / "small/run/checkpoint-4") + ": " + (dir / "small/run/.checkpoint-4.tmp") +
+                       "/optimizer.pt: write failed: No space left on device (older checkpoints are kept)\n");
+  EXPECT_TRUE(kept);
+  EXPECT_FALSE(partial);
+}
+
+TEST_F(BadInput, Sigint) {
+  expect_stopped_with_checkpoint("INT", "Interrupt", 130, "trainrun: interrupted; workers stopped");
+}
+
+TEST_F(BadInput, Sigterm) {
+  expect_stopped_with_checkpoint("TERM", "Interrupt", 130, "trainrun: interrupted; workers stopped");
+}
+
+TEST_F(BadInput, Sigusr1) {
+  expect_stopped_with_checkpoint("USR1", "User defined signal 1", 138,
+                                 "trainrun: pre-empted (SIGUSR1); workers stopped after a checkpoint, exit 138 (requeue "
+                                 "the job to resume)");
+}
+
+TEST_F(BadInput, KilledRank) {
+  auto r = long_run_and("for p in $(pgrep -P $L); do grep -qx trainrun-rank1 /proc/$p/comm && kill -9 $p; done");
+  std::string err = test::read_file(dir / "err");
+  EXPECT_EQ(r.out, "rc=1\n") << err;
+  EXPECT_EQ(last_line(err), "trainrun: rank 1 was killed by signal 9 (Killed)") << err;
+  EXPECT_TRUE(fs::exists(dir / "run/labels.json"));
+  EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
+}
+
+// `predict` reads the class names from the run's labels.json; one that is not a run's is named.
+TEST_F(BadInput, BadLabelsJson) {
+  ASSERT_EQ(test::run(test::trainrun(recipe() + " data.max_train_samples=64 train.eval_every=never")).code, 0);
+  write_image(dir / "shoe.png", torch::zeros({28, 28, 1}, torch::kUInt8));
+  test::write_file(dir / "run/labels.json", R"({"0": "T-shirt/top", "1x": "Trouser"})");
+  auto before = contents(dir / "run");
+  auto r = test::run(test::trainrun("predict " + recipe() + " --checkpoint " + (dir / "run") + " " + (dir / "shoe.png")));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, (dir / "run/labels.json") + ": not a labels file: key '1x' is not a class index from 0 to 1 (each once)\n");
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(contents(dir / "run"), before);
+}
+
+}  // namespace
+}  // namespace trainrun
