@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <iostream>
+#include <regex>
 
 namespace trainrun::cli {
 
@@ -72,6 +73,17 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   return cmd_train(o.args, argv, state);
 }
 
+// An exception's first line, without LibTorch's "Exception raised from" trace. gloo's errors
+// start with where in gloo they were raised ("[./gloo/transport/tcp/pair.cc:598] Connection closed
+// by peer [127.0.0.1]:35203" when another rank died): the user needs to know that the world broke.
+std::string plain_error(const std::string& what) {
+  std::string line = what.substr(0, what.find('\n'));
+  static const std::regex gloo(R"(^\[[^\]]*gloo/[^\]]*\] (.*)$)");
+  std::smatch m;
+  if (std::regex_match(line, m, gloo)) return "lost contact with another rank (gloo: " + m[1].str() + ")";
+  return line;
+}
+
 // The one line the user reads, on stderr and (under torchrun) in its error file; the exit code.
 int fail(const std::string& message, int code, bool print = true) {
   // One write: ranks share the terminal, and two writes from two ranks interleave mid-line.
@@ -118,8 +130,7 @@ int run_cli(int argc, char** argv) {
   } catch (const TrainingError& e) {
     return fail("rank " + std::to_string(state.rank) + ": " + e.what(), 1);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    return fail("rank " + std::to_string(state.rank) + ": " + what.substr(0, what.find("\nException raised from")), 1);
+    return fail("rank " + std::to_string(state.rank) + ": " + plain_error(e.what()), 1);
   }
 }
 

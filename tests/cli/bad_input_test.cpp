@@ -440,6 +440,11 @@ TEST_F(BadInput, KilledRank) {
   std::string err = test::read_file(dir / "err");
   EXPECT_EQ(r.out, "rc=1\n") << err;
   EXPECT_EQ(last_line(err), "trainrun: rank 1 was killed by signal 9 (Killed)") << err;
+  // Rank 0 hears of it from gloo (a closed or reset connection), in one line without the place
+  // in gloo's sources.
+  EXPECT_TRUE(std::regex_search(err, std::regex("(^|\n)rank 0: lost contact with another rank \\(gloo: [^\n]*127\\.0\\.0\\.1[^\n]*\\)\n")))
+      << err;
+  EXPECT_EQ(test::count_lines(err), 2) << err;
   EXPECT_TRUE(fs::exists(dir / "run/labels.json"));
   EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
 }
