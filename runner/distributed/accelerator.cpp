@@ -21,6 +21,8 @@
 #include <charconv>
 #include <limits>
 #include <cstdlib>
+#include <future>
+#include <thread>
 #include <iostream>
 #include <stdexcept>
 
@@ -230,9 +232,29 @@ Accelerator::Accelerator(WorldInfo world, AcceleratorOptions options) : world_(s
       o.isServer = world_.rank == 0 && !agent_store;
       o.numWorkers = size_t(world_.world_size);
       o.timeout = options_.timeout;
-      if (!o.isServer && !wait_until_listening(world_.master_addr, o.port, options_.timeout))
-        throw std::runtime_error("no connection accepted");
-      store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, o);
+      if (o.isServer) {
+        store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, o);
+      } else {
+        const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+        if (!wait_until_listening(world_.master_addr, o.port, options_.timeout))
+          throw std::runtime_error("no connection accepted");
+        // The client's handshake reads without a time limit: a program at that port that accepts
+        // but never answers as a store would hold this rank until it hangs up. Connect on a
+        // thread of its own and give up at the deadline; the thread is left blocked in its read
+        // (the process is about to exit with this error).
+        auto connecting = std::make_shared<std::promise<c10::intrusive_ptr<c10d::Store>>>();
+        auto connected = connecting->get_future();
+        std::thread([connecting, host = world_.master_addr, o] {
+          try {
+            connecting->set_value(c10::make_intrusive<c10d::TCPStore>(host, o));
+          } catch (...) {
+            connecting->set_exception(std::current_exception());
+          }
+        }).detach();
+        if (connected.wait_until(deadline) != std::future_status::ready)
+          throw std::runtime_error("something accepts connections there but does not answer as a c10d store");
+        store = connected.get();
+      }
       if (agent_store)
         store = c10::make_intrusive<c10d::PrefixStore>(
             "/worker/attempt_" + env("TORCHELASTIC_RESTART_COUNT").value_or("0"), store);
