@@ -273,6 +273,13 @@ void build_model(Job& job, const JobOptions& options) {
   YAML::Node model_cfg = job.recipe.root["model"];
   if (model_cfg["num_classes"] && model_cfg["num_classes"].Scalar() == "auto")
     model_cfg["num_classes"] = int64_t(job.data.classes.size());
+  // Fewer outputs than classes fails only at the first batch holding a higher label (PyTorch's
+  // "Target 9 is out of bounds"); more is allowed, as in a head with spare classes.
+  const auto classes = int64_t(job.data.classes.size());
+  if (classes > 0 && model_cfg["num_classes"].as<int64_t>() < classes)
+    throw RecipeError("model.num_classes: " + model_cfg["num_classes"].as<std::string>() + " outputs for a dataset of " +
+                      std::to_string(classes) + " classes (labels 0-" + std::to_string(classes - 1) +
+                      "); use auto, or " + std::to_string(classes) + " or more");
   torch::manual_seed(job.config.seed);  // model init is seeded, on every rank alike
   try {
     job.model = Registry<Classifier>::instance().get(job.config.model).make(job.recipe.section("model"));

@@ -10,8 +10,11 @@
 #include "registry/registry.h"
 #include "runner/train/callback.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -40,11 +43,23 @@ class Loader {
   }
 
  private:
+  // The file's text, or one line saying why it cannot be had (yaml-cpp's LoadFile says "bad file",
+  // and a folder given as the recipe escaped as a bare basic_filebuf error).
+  std::string read_recipe_file() const {
+    std::error_code ec;
+    if (!fs::exists(file_, ec)) throw RecipeError(file_ + ": no such recipe file");
+    if (fs::is_directory(file_, ec)) throw RecipeError(file_ + ": is a folder, not a recipe file");
+    std::ifstream in(file_, std::ios::binary);
+    std::ostringstream text;
+    if (in) text << in.rdbuf();
+    if (!in || in.bad()) throw RecipeError(file_ + ": cannot read the recipe: " + std::strerror(errno));
+    return text.str();
+  }
+
   Recipe load_checked(const std::vector<std::string>& overrides) {
     Node root;
     try {
-      if (!fs::exists(file_)) throw RecipeError(file_ + ": no such recipe file");
-      root = YAML::LoadFile(file_);
+      root = YAML::Load(read_recipe_file());
     } catch (const YAML::Exception& e) {
       throw RecipeError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                         ": YAML syntax error: " + e.msg);

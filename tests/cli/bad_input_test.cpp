@@ -218,6 +218,36 @@ TEST_F(BadInput, OutOfRangeValue) {
                    "command line 'model.drop_path_rate=1.0': model.drop_path_rate: must be < 1, got 1.0");
 }
 
+// Fewer outputs than the data has classes would fail only at the first batch with a higher label
+// (after the run folder was written); more outputs are allowed (a head with spare classes).
+TEST_F(BadInput, FewerModelOutputsThanClasses) {
+  expect_bad_input(recipe("{name: basicnet}", "{name: basicnet, num_classes: 3}"),
+                   "model.num_classes: 3 outputs for a dataset of 10 classes (labels 0-9); use auto, or 10 or more");
+  auto r = test::run(test::trainrun("check " + recipe() + " model.num_classes=12"));
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// The recipe argument itself: missing, a folder, unreadable.
+TEST_F(BadInput, RecipeFileThatCannotBeRead) {
+  fs::create_directories(dir / "folder.yaml");
+  for (const std::string command : {"check ", ""}) {
+    auto missing = test::run(test::trainrun(command + (dir / "none.yaml")));
+    EXPECT_EQ(missing.code, 2);
+    EXPECT_EQ(missing.err, (dir / "none.yaml") + ": no such recipe file\n");
+    auto folder = test::run(test::trainrun(command + (dir / "folder.yaml")));
+    EXPECT_EQ(folder.code, 2);
+    EXPECT_EQ(folder.err, (dir / "folder.yaml") + ": is a folder, not a recipe file\n");
+  }
+  if (::geteuid() != 0) {  // root reads a file whatever its mode
+    std::string file = recipe();
+    fs::permissions(file, fs::perms::none);
+    auto r = test::run(test::trainrun("check " + file));
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err, file + ": cannot read the recipe: Permission denied\n");
+  }
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
 // The list of registered names ends the line; plugins may add to it.
 TEST_F(BadInput, UnknownRegistryName) {
   std::string args = recipe("{name: basicnet}", "{name: resnet19}");
