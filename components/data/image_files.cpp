@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -31,8 +32,8 @@ std::pair<std::shared_ptr<const Dataset>, std::shared_ptr<const Dataset>> split_
   int64_t n = int64_t(all.size());
   int64_t cut = int64_t((1.0 - val_fraction) * double(n));  // python's int(0.8 * n)
   if (cut <= 0 || cut >= n)
-    throw DataError(what + ": val_fraction " + std::to_string(val_fraction) + " of " + std::to_string(n) +
-                    " images leaves an empty " + (cut <= 0 ? "training" : "validation") + " split");
+    throw DataError(fmt::format("{}: val_fraction {} of {} images leaves an empty {} split (python's int((1 - {}) * {}) = {})",
+                                what, val_fraction, n, cut <= 0 ? "training" : "validation", val_fraction, n, cut));
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   at::Tensor perm = at::randperm(n, gen, at::kLong);
   const int64_t* p = perm.data_ptr<int64_t>();

@@ -207,6 +207,20 @@ TEST_F(PetsFolder, NoMatchingFileAndBadRegexAreOneLineErrors) {
   EXPECT_NE(err.find("no capture group"), std::string::npos) << err;
 }
 
+// val_fraction is checked against the files found: a split with nothing in it is one line that
+// shows the arithmetic (torch.utils.data.random_split's int(), as the Accelerate example's).
+TEST_F(PetsFolder, ValFractionThatEmptiesASplitIsOneLine) {
+  auto with = [&](const std::string& fraction) {
+    return make_dataset("pets_folder", "{root: " + (dir / "pets") + ", label_regex: '^(.*)_\\d+\\.jpg$', val_fraction: " +
+                                           fraction + ", split_seed: 42, channels: 3}");
+  };
+  std::string err = test::error_of<DataError>([&] { with("0.95"); });
+  EXPECT_EQ(err, (dir / "pets") + ": val_fraction 0.95 of 12 images leaves an empty training split (python's int((1 - 0.95) * 12) = 0)");
+  DatasetSplits d = with("0.01");  // int(0.99 * 12) = 11: one validation image
+  EXPECT_EQ(d.train->size(), 11u);
+  EXPECT_EQ(d.eval->size(), 1u);
+}
+
 TEST(ImageFolder, ClassesAreSortedSubfoldersAndOnlyImageFilesCount) {
   test::TempDir dir;
   for (const char* sub : {"train/dog", "train/cat/nested", "train/Bird", "val/dog", "val/Bird"})
