@@ -56,6 +56,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool download
   int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes, world = c.world.world_size();
   // What a run checks before it starts: optimizer, scheduler, one example through each pipeline.
   RunLength length = preflight(job, world);
+  check_resume_fits(job);
   const int64_t steps = length.steps_per_epoch, total = length.total_steps;
   if (schedule) {
     auto optimizer = build_optimizer(job);

@@ -81,6 +81,14 @@ void check_resume_option(const CheckpointOptions& output) {
   if (output.resume != "auto" && output.resume != "never") check_resume_path(output.resume);
 }
 
+std::optional<std::string> planned_resume_point(const CheckpointOptions& options) {
+  if (options.resume == "never") return std::nullopt;
+  if (options.resume != "auto") return options.resume;
+  auto all = complete_checkpoints(options.dir);
+  if (all.empty()) return std::nullopt;
+  return all.back();
+}
+
 Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : options_(std::move(options)), acc_(acc) {
   if (!acc_.is_main_process()) return;
   // What a crash during a save left behind: never a checkpoint, so removed.
@@ -105,8 +113,7 @@ std::optional<std::string> resume_point(const CheckpointOptions& options, const 
   // another rank listed the folder cannot split the world.
   double picked = -1;
   if (acc.is_main_process()) {
-    auto all = complete_checkpoints(options.dir);
-    if (!all.empty()) picked = double(*checkpoint_step(fs::path(all.back()).filename().string()));
+    if (auto newest = planned_resume_point(options)) picked = double(*checkpoint_step(fs::path(*newest).filename().string()));
   }
   picked = acc.reduce_sum(at::scalar_tensor(acc.is_main_process() ? picked : 0.0, at::kDouble)).item<double>();
   if (picked < 0) return std::nullopt;

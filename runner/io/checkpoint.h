@@ -51,6 +51,11 @@ struct TrainingParts {
 // bad input (RecipeError, exit 2).
 void check_resume_option(const CheckpointOptions& output);
 
+// The checkpoint this process would resume from, before any world exists (the launcher's and
+// `check`'s view): output.resume's PATH, the newest complete checkpoint in output.dir for `auto`,
+// nothing for `never` or when there is none.
+std::optional<std::string> planned_resume_point(const CheckpointOptions& options);
+
 // The checkpoint output.resume names: the newest complete one in output.dir for `auto` (nullopt
 // when there is none; rank 0's choice, on every rank), PATH itself, nothing for `never`. Every
 // rank calls it.

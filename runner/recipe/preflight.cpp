@@ -1,5 +1,7 @@
 #include "runner/recipe/preflight.h"
 
+#include "runner/io/checkpoint.h"
+
 #include <torch/torch.h>
 
 #include <cerrno>
@@ -88,6 +90,38 @@ RunLength preflight(const Job& job, int64_t world_size) {
   try_pipeline(job, *job.data.train, job.train_transforms, "data.train_transforms");
   if (job.data.eval) try_pipeline(job, *job.data.eval, job.eval_transforms, "data.eval_transforms");
   return length;
+}
+
+void check_resume_fits(const Job& job) {
+  std::optional<std::string> from;
+  TrainerState saved;
+  try {
+    from = planned_resume_point(job.config.output);
+    if (!from) return;
+    saved = read_trainer_state(*from);
+  } catch (const CheckpointError&) {
+    return;  // a checkpoint that cannot be read is the run's error to report, as it always was
+  }
+  for (int64_t e = 1; e <= saved.epoch_index; ++e)
+    if (freeze_changes_at(job, e)) return;
+  auto optimizer = build_optimizer(job);
+  const std::string file = (std::filesystem::path(*from) / "optimizer.pt").string();
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(file);
+  } catch (const c10::Error&) {
+    return;  // unreadable: the run's error, as above
+  }
+  try {
+    optimizer->load(archive);
+  } catch (const c10::Error& e) {
+    std::string why = first_line(e.what_without_backtrace());
+    if (why.find("INTERNAL ASSERT") != std::string::npos) why = "its state is another optimizer's";
+    throw RecipeError("output.resume: " + file + " does not fit optimizer " + job.config.optimizer + " over " +
+                      std::to_string(job.trainable().size()) + " trainable tensors (" + why +
+                      "): it was saved with another optimizer, other no_decay groups or other freeze rules; output.resume: never, or "
+                      "another output.dir, starts afresh");
+  }
 }
 
 void check_output_folder(const std::string& dir) {

@@ -25,6 +25,13 @@ RunLength run_length(const Job& job, int64_t world_size);
 // number of channels, an image transform after to_tensor, a size the model cannot take).
 RunLength preflight(const Job& job, int64_t world_size);
 
+// Throws RecipeError when the run would resume (output.resume: auto finding a checkpoint in
+// output.dir, or a PATH) from a checkpoint whose optimizer state does not fit this recipe's
+// optimizer: another optimizer, or other freeze rules (LibTorch fails on it only after the run
+// started, with an internal assert). Run by the process that makes the run folder, and by `check`.
+// Recipes that unfreeze during training are left to the run (the groups depend on the epoch).
+void check_resume_fits(const Job& job);
+
 // Throws RecipeError when the process that makes the run folder could not write output.dir: the
 // folder, or the nearest part of its path that exists, is a file, on a read-only file system or
 // not writable for this user. Nothing is created. (`trainrun check` leaves it alone: a recipe is

@@ -499,6 +499,33 @@ TEST_F(BadInput, KilledRank) {
 }
 
 // `predict` reads the class names from the run's labels.json; one that is not a run's is named.
+// Resuming (output.resume: auto) under a recipe whose optimizer cannot take the checkpoint's state:
+// exit 2 before anything starts, the run folder as it was. LibTorch itself fails on it only once
+// the run started (exit 1), with "is_tensor_type INTERNAL ASSERT FAILED ... please report a bug to
+// PyTorch" for another optimizer. A compatible change (adamw -> adam) still resumes.
+TEST_F(BadInput, ResumeWithAnotherOptimizer) {
+  ASSERT_EQ(test::run(test::trainrun(recipe() + " train.eval_every=never")).code, 0);
+  auto before = contents(dir / "run");
+  const std::string saved = (dir / "run/checkpoint-8/optimizer.pt");
+  const std::string tail = "it was saved with another optimizer, other no_decay groups or other freeze rules; "
+                           "output.resume: never, or another output.dir, starts afresh";
+  for (const std::string command : {"check ", ""}) {
+    auto sgd = test::run(test::trainrun(command + recipe() + " train.epochs=2 optimizer.name=sgd"));
+    EXPECT_EQ(sgd.code, 2);
+    EXPECT_EQ(sgd.err, "output.resume: " + saved + " does not fit optimizer sgd over 8 trainable tensors (its state is " +
+                           "another optimizer's): " + tail + "\n");
+    auto frozen = test::run(test::trainrun(command + recipe() + " train.epochs=2 'freeze=[{params: fc2.*, trainable: false}]'"));
+    EXPECT_EQ(frozen.code, 2);
+    EXPECT_EQ(frozen.err, "output.resume: " + saved + " does not fit optimizer adamw over 6 trainable tensors (loaded state " +
+                              "dict contains a parameter group that has a different size than the optimizer's parameter group): " +
+                              tail + "\n");
+  }
+  EXPECT_EQ(contents(dir / "run"), before);
+  auto adam = test::run(test::trainrun(recipe() + " train.epochs=2 train.eval_every=never optimizer.name=adam"));
+  EXPECT_EQ(adam.code, 0) << adam.err;
+  EXPECT_TRUE(fs::exists(dir / "run/checkpoint-16"));
+}
+
 TEST_F(BadInput, BadLabelsJson) {
   ASSERT_EQ(test::run(test::trainrun(recipe() + " data.max_train_samples=64 train.eval_every=never")).code, 0);
   write_image(dir / "shoe.png", torch::zeros({28, 28, 1}, torch::kUInt8));
