@@ -27,7 +27,7 @@ RunLength preflight(const Job& job, int64_t world_size);
 
 // Throws RecipeError when the run would resume (output.resume: auto finding a checkpoint in
 // output.dir, or a PATH) from a checkpoint whose optimizer state does not fit this recipe's
-// optimizer: another optimizer, or other freeze rules (LibTorch fails on it only after the run
+// optimizer: another optimizer, other no_decay groups or other freeze rules (LibTorch fails on it only after the run
 // started, with an internal assert). Run by the process that makes the run folder, and by `check`.
 // Recipes that unfreeze during training are left to the run (the groups depend on the epoch).
 void check_resume_fits(const Job& job);

@@ -52,7 +52,7 @@ class Loader {
     std::ifstream in(file_, std::ios::binary);
     std::ostringstream text;
     if (in) text << in.rdbuf();
-    if (!in || in.bad()) throw RecipeError(file_ + ": cannot read the recipe: " + std::strerror(errno));
+    if (!in) throw RecipeError(file_ + ": cannot read the recipe: " + std::strerror(errno));
     return text.str();
   }
 
