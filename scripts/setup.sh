@@ -3,19 +3,29 @@
 # compare against; with --sanitize, that and clang for the sanitizer and fuzzing builds). Quick
 # when everything is already there.
 set -euo pipefail
+# Debian 12 (bookworm) and 13 (trixie) name a few packages differently; a release without a
+# VERSION_ID (testing, sid) is taken as 13 or later.
+. /etc/os-release
+release=${VERSION_ID%%.*}
+release=${release:-99}
+tcmalloc=libtcmalloc-minimal4
+[ "$release" -ge 13 ] && tcmalloc=libtcmalloc-minimal4t64  # the 64-bit time_t rename
 packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libtorch-dev libgloo-dev libyaml-cpp-dev
           nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libjpeg62-turbo-dev libopenblas0-openmp
-          libcurl4-openssl-dev libarchive-dev libssl-dev libtcmalloc-minimal4
+          libcurl4-openssl-dev libarchive-dev libssl-dev "$tcmalloc"
           dataset-fashion-mnist)
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ]; then
   # The real launchers the distributed tests run trainrun under: torchrun (python3-torch),
   # mpirun (openmpi-bin), srun/sbatch (slurm-wlm + munge), and a terminal (tmux) for Ctrl-C.
   packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy python3-sklearn
              openmpi-bin slurm-wlm munge tmux iproute2 procps strace)
+  # Python's real safetensors reads what trainrun writes and writes what it reads (tests/py/st.py);
+  # Debian packages it from 13 on (Debian 12's tests use st.py's own reader of the format).
+  [ "$release" -ge 13 ] && packages+=(python3-safetensors)
 fi
 if [ "${1:-}" = "--sanitize" ]; then
   # Sanitizer builds and libFuzzer (make test-asan, test-tsan, fuzz): clang and its runtimes.
-  packages+=(clang libclang-rt-14-dev)
+  packages+=(clang libclang-rt-dev)  # the release's default clang (14 on Debian 12) and its runtimes
 fi
 missing=()
 for p in "${packages[@]}"; do

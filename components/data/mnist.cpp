@@ -74,7 +74,10 @@ const DatasetSource& pick_source(const std::string& source, const fs::path& root
 
 // Fetches the IDX files missing from root (raw or .gz, in root or root/raw) into root.
 void download_missing(const Config& c, const fs::path& root) {
-  const DatasetSource& source = pick_source(c.get<std::string>("source", "auto"), root);
+  // The source's name held in a variable: GCC 14 takes a reference returned from a call with a
+  // temporary argument for one into that temporary (-Wdangling-reference).
+  const std::string asked = c.get<std::string>("source", "auto");
+  const DatasetSource& source = pick_source(asked, root);
   for (std::size_t i = 0; i < source.files.size(); ++i)
     if (!look_for(root, fs::path(source.files[i].name).stem().string()))
       fetch_dataset_file(source, i, root, c.path());

@@ -1,12 +1,9 @@
 #include "runner/distributed/accelerator.h"
 
 #include "runner/distributed/process_group.h"
-#include "runner/distributed/tcp_probe.h"
+#include "runner/distributed/store.h"
 #include "runner/recipe/recipe.h"
 
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -21,8 +18,6 @@
 #include <charconv>
 #include <limits>
 #include <cstdlib>
-#include <future>
-#include <thread>
 #include <iostream>
 #include <stdexcept>
 
@@ -217,55 +212,8 @@ Accelerator::Accelerator(WorldInfo world, AcceleratorOptions options) : world_(s
   if (!world_.distributed()) return;
 
   backend_ = options_.backend == "auto" ? (use_cuda ? "nccl" : "gloo") : options_.backend;
-  c10::intrusive_ptr<c10d::Store> store;
-  std::string where = world_.master_addr + ":" + std::to_string(world_.master_port);
-  try {
-    if (world_.init_method.rfind("file://", 0) == 0) {
-      store = c10::make_intrusive<c10d::FileStore>(world_.init_method.substr(7), int(world_.world_size));
-    } else {
-      // torchrun's static rendezvous (its default): the agent already serves the store on
-      // MASTER_PORT and every worker is a client, under a prefix per restart, as
-      // torch.distributed.rendezvous._create_c10d_store does. Otherwise rank 0 serves it.
-      const bool agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
-      c10d::TCPStoreOptions o;
-      o.port = uint16_t(world_.master_port);
-      o.isServer = world_.rank == 0 && !agent_store;
-      o.numWorkers = size_t(world_.world_size);
-      o.timeout = options_.timeout;
-      if (o.isServer) {
-        store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, o);
-      } else {
-        const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-        if (!wait_until_listening(world_.master_addr, o.port, options_.timeout))
-          throw std::runtime_error("no connection accepted");
-        // The client's handshake reads without a time limit: a program at that port that accepts
-        // but never answers as a store would hold this rank until it hangs up. Connect on a
-        // thread of its own and give up at the deadline; the thread is left blocked in its read
-        // (the process is about to exit with this error).
-        auto connecting = std::make_shared<std::promise<c10::intrusive_ptr<c10d::Store>>>();
-        auto connected = connecting->get_future();
-        std::thread([connecting, host = world_.master_addr, o] {
-          try {
-            connecting->set_value(c10::make_intrusive<c10d::TCPStore>(host, o));
-          } catch (...) {
-            connecting->set_exception(std::current_exception());
-          }
-        }).detach();
-        if (connected.wait_until(deadline) != std::future_status::ready)
-          throw std::runtime_error("something accepts connections there but does not answer as a c10d store");
-        store = connected.get();
-      }
-      if (agent_store)
-        store = c10::make_intrusive<c10d::PrefixStore>(
-            "/worker/attempt_" + env("TORCHELASTIC_RESTART_COUNT").value_or("0"), store);
-    }
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    if (msg.find("ddress already in use") != std::string::npos)
-      throw std::runtime_error("world.master_port: " + where + " is already in use (pick another port)");
-    throw std::runtime_error("cannot reach the rendezvous at " + where + " within " +
-                             std::to_string(options_.timeout.count() / 1000) + " s: " + msg.substr(0, msg.find('\n')));
-  }
+  auto store = make_rendezvous_store(world_, options_.timeout);
+  rendezvous_ = store.description;
   GlooDevice gloo;
   if (backend_ != "nccl") {
     if (auto ifname = env("GLOO_SOCKET_IFNAME"))
@@ -275,7 +223,7 @@ Accelerator::Accelerator(WorldInfo world, AcceleratorOptions options) : world_(s
     else
       gloo.hostname = local_address_towards(world_.master_addr);
   }
-  group_ = make_process_group(store, int(world_.rank), int(world_.world_size), backend_, options_.timeout, gloo);
+  group_ = make_process_group(store.store, int(world_.rank), int(world_.world_size), backend_, options_.timeout, gloo);
 }
 
 Accelerator::~Accelerator() = default;

@@ -86,6 +86,8 @@ class Accelerator {
   bool is_main_process() const { return world_.rank == 0; }
   c10::Device device() const { return device_; }
   const std::string& backend() const { return backend_; }
+  // Where the ranks met, e.g. "TCPStore 127.0.0.1:29500 (libuv server)"; empty for one process.
+  const std::string& rendezvous() const { return rendezvous_; }
 
   // Moves the model to the device, broadcasts rank 0's parameters and buffers, and (when
   // distributed) registers DDP's gradient hooks over the trainable parameters.
@@ -108,6 +110,7 @@ class Accelerator {
   AcceleratorOptions options_;
   c10::Device device_{c10::kCPU};
   std::string backend_ = "none";
+  std::string rendezvous_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
 };
 

@@ -156,8 +156,12 @@ struct Outcome {
 Outcome fetch_once(const DownloadRequest& r, const fs::path& incomplete, ByteProgress& bar) {
   std::error_code ec;
   std::int64_t offset = fs::exists(incomplete, ec) ? std::int64_t(fs::file_size(incomplete, ec)) : 0;
-  std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(incomplete.c_str(), offset > 0 ? "ab" : "wb"),
-                                                     std::fclose);
+  // A deleter type rather than decltype(&std::fclose): glibc's fclose carries attributes that a
+  // template argument drops (GCC 14's -Wignored-attributes).
+  struct Close {
+    void operator()(FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<FILE, Close> file(std::fopen(incomplete.c_str(), offset > 0 ? "ab" : "wb"));
   if (!file) return {CURLE_WRITE_ERROR, "cannot write " + incomplete.string() + ": " + std::strerror(errno)};
   char errors[CURL_ERROR_SIZE];
   Headers list(nullptr, curl_slist_free_all);

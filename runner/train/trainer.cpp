@@ -68,6 +68,7 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
   spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}{}), {} threads per process",
                world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
                acc.backend(), world.launcher, started && *started ? std::string(", ") + started : "", job.threads);
+  if (!acc.rendezvous().empty()) spdlog::info("  Rendezvous = {}", acc.rendezvous());
   spdlog::info("  Device = {}, precision = {}{}{}", acc.device().str(), job.precision,
                job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")",
                !job.channels_last ? ""

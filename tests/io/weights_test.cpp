@@ -7,6 +7,8 @@
 
 #include <torch/torch.h>
 
+#include <map>
+
 namespace trainrun {
 namespace {
 
@@ -48,11 +50,70 @@ TEST(Safetensors, PythonReadsWhatWeWriteAndWeReadWhatPythonWrites) {
                    (dir / "py.safetensors") + "\")'";
   auto r = test::run(py);
   ASSERT_EQ(r.code, 0) << r.err;
-  TensorList t = load_safetensors(dir / "py.safetensors");
-  ASSERT_EQ(t.size(), 2u);
-  EXPECT_EQ(t[0].second.scalar_type(), torch::kHalf);
-  EXPECT_TRUE(torch::equal(t[0].second, torch::full({2, 2}, 7.0, torch::kHalf)));
-  EXPECT_EQ(t[1].second.item<int64_t>(), 3);
+  TensorList read = load_safetensors(dir / "py.safetensors");
+  ASSERT_EQ(read.size(), 2u);
+  std::map<std::string, at::Tensor> t(read.begin(), read.end());  // the real save_file orders by dtype, then name
+  EXPECT_EQ(t["a"].scalar_type(), torch::kHalf);
+  EXPECT_TRUE(torch::equal(t["a"], torch::full({2, 2}, 7.0, torch::kHalf)));
+  EXPECT_EQ(t["b"].item<int64_t>(), 3);
+}
+
+// What a run writes, read by Python's real safetensors (python3-safetensors, Debian 13): the final
+// model.safetensors and every checkpoint's, with the metadata trainrun writes. Python re-saves what
+// it read with the real save_file, as F32 and as F16/BF16 copies with metadata of its own, and
+// trainrun reads those: the same tensors, bit for bit, as trainrun's own reading of its files (and
+// torch's rounding to F16/BF16, which LibTorch shares).
+TEST(Safetensors, RealSafetensorsReadsWhatARunWritesAndWritesWhatWeRead) {
+  if (test::run(std::string(test::kPython) + " -c 'import safetensors.torch'").code != 0)
+    GTEST_SKIP() << "python3-safetensors is not installed (Debian 12 does not package it; Debian 13 does)";
+  if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  test::TempDir dir;
+  auto run = test::run(test::trainrun(test::source("recipes/quickstart.yaml") +
+                                      " data.max_train_samples=256 data.max_eval_samples=64 train.epochs=2 "
+                                      "world.nproc_per_node=1 output.dir=" + (dir / "run")));
+  ASSERT_EQ(run.code, 0) << run.err;
+  std::vector<std::string> files = {dir / "run/model.safetensors"};
+  for (auto& e : std::filesystem::directory_iterator(dir / "run"))
+    if (e.path().filename().string().rfind("checkpoint-", 0) == 0 && !e.is_symlink())
+      files.push_back((e.path() / "model.safetensors").string());
+  ASSERT_EQ(files.size(), 3u);  // the end and two epochs' checkpoints
+
+  const std::string script = R"(
+import sys, torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+for i, path in enumerate(sys.argv[1:]):
+    with safe_open(path, framework="pt") as f:
+        assert f.metadata() == {"format": "pt"}, f.metadata()
+        names = set(f.keys())
+    t = load_file(path)
+    assert set(t) == names and all(v.dtype == torch.float32 for v in t.values()), path
+    base = path.rsplit("/", 2)[0] + "/py%d" % i
+    save_file(t, base + "-f32.safetensors", metadata={"by": "python"})
+    save_file({k: v.half() for k, v in t.items()}, base + "-f16.safetensors")
+    save_file({k: v.bfloat16() for k, v in t.items()}, base + "-bf16.safetensors")
+)";
+  test::write_file(dir / "check.py", script);
+  std::string args;
+  for (auto& f : files) args += " " + f;
+  auto py = test::run(std::string(test::kPython) + " " + (dir / "check.py") + args);
+  ASSERT_EQ(py.code, 0) << py.err;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    TensorList ours = load_safetensors(files[i]);
+    ASSERT_FALSE(ours.empty());
+    const std::string base = (std::filesystem::path(files[i]).parent_path().parent_path() / ("py" + std::to_string(i))).string();
+    for (auto [suffix, type] : {std::pair{"-f32", torch::kFloat}, {"-f16", torch::kHalf}, {"-bf16", torch::kBFloat16}}) {
+      TensorList theirs = load_safetensors(base + suffix + ".safetensors");
+      ASSERT_EQ(theirs.size(), ours.size()) << base << suffix;
+      std::map<std::string, at::Tensor> by_name(theirs.begin(), theirs.end());  // Python writes names sorted
+      for (auto& [name, t] : ours) {
+        ASSERT_TRUE(by_name.count(name)) << name;
+        at::Tensor want = t.to(type);
+        EXPECT_EQ(by_name[name].scalar_type(), want.scalar_type()) << name << suffix;
+        EXPECT_TRUE(torch::equal(by_name[name], want)) << name << suffix;
+      }
+    }
+  }
 }
 
 TEST(Safetensors, BrokenFilesAreClearErrors) {

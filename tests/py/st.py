@@ -1,7 +1,7 @@
-"""Minimal safetensors reader/writer for the tests (Debian has no python3-safetensors).
-
-Same semantics as safetensors.torch.load_file / save_file: an 8-byte little-endian header size,
-a JSON header {name: {dtype, shape, data_offsets}}, then the raw little-endian data.
+"""safetensors.torch's load_file / save_file for the tests: the real ones where Debian packages them
+(python3-safetensors, Debian 13), else a minimal reader/writer of the same format (Debian 12 has no
+python3-safetensors): an 8-byte little-endian header size, a JSON header {name: {dtype, shape,
+data_offsets}}, then the raw little-endian data. REAL says which one this is.
 """
 import json
 import struct
@@ -43,3 +43,11 @@ def save_file(tensors, path):
     text += b" " * ((8 - len(text) % 8) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+
+
+try:
+    from safetensors.torch import load_file, save_file  # noqa: F401,F811  (the real ones win)
+
+    REAL = True
+except ImportError:
+    REAL = False

@@ -6,6 +6,8 @@
 #include "runner/train/trainer.h"
 #include "test_util.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the README's test command on a clean clone of this checkout's HEAD inside a fresh, minimal
+# Debian root of another release, as a new user's machine of that release starts: CI's second
+# stack (Debian 13: LibTorch 2.6, Python 3.13, torch 2.6).
+#
+#   scripts/in-debian-root.sh SUITE [COMMAND]     as root; e.g. scripts/in-debian-root.sh trixie
+#
+# SUITE is a Debian codename (trixie = 13, bookworm = 12). COMMAND runs in the clone (default:
+# `bash .ci/run` without CI=true, which is `make test`: set-up with apt, build, the whole suite).
+# The root is made with debootstrap (installed first if missing) in a temporary folder under
+# /var/tmp and removed at the end, with everything mounted in it. Exits with COMMAND's status.
+set -euo pipefail
+[ $# -ge 1 ] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+suite=$1
+cmd=${2:-bash .ci/run}
+[ "$(id -u)" -eq 0 ] || { echo "in-debian-root: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
+repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
+export DEBIAN_FRONTEND=noninteractive
+if ! command -v debootstrap >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+fi
+root=$(mktemp -d /var/tmp/trainrun-"$suite".XXXXXX)
+chmod 755 "$root"  # a real root is 755; mktemp's 700 breaks packages that su to a system user
+cleanup() {  # everything mounted under the root (proc, dev, what tests mount), deepest first
+  { findmnt -rn -o TARGET | grep -E "^$root(/|$)" || true; } | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done
+  rm -rf "$root"
+}
+trap cleanup EXIT
+trap "exit 143" TERM INT  # a timeout or Ctrl-C still unmounts and removes the root
+start=$(date +%s)
+debootstrap --variant=minbase "$suite" "$root" >"$root.debootstrap.log" 2>&1 ||
+  { tail -5 "$root.debootstrap.log" >&2; rm -f "$root.debootstrap.log"; exit 1; }
+rm -f "$root.debootstrap.log"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+git clone -q "$repo" "$root/project"
+mount -t proc proc "$root/proc"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+echo "in-debian-root: Debian $suite root ready in $(( $(date +%s) - start )) s; running '$cmd' on $(git -C "$repo" rev-parse --short HEAD)"
+set +e
+chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  /bin/bash -c "cd /project && $cmd"
+rc=$?
+set -e
+echo "in-debian-root: '$cmd' exit $rc after $(( $(date +%s) - start )) s in Debian $suite"
+exit $rc
