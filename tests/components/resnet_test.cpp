@@ -80,15 +80,20 @@ class ResNetParity : public ::testing::TestWithParam<std::string> {
 TEST_P(ResNetParity, KeysShapesAndSeededInitAreTheReference) {
   auto r = test::run(reference("init " + name + " 7 1000 " + file("ref.safetensors")));
   ASSERT_EQ(r.code, 0) << r.err;
-  TensorList ref = load_safetensors(file("ref.safetensors"));
+  auto ref = as_map(load_safetensors(file("ref.safetensors")));
+  std::vector<std::string> order;  // PyTorch's state_dict order, as the script printed it
+  std::istringstream keys(r.out);
+  for (std::string key; std::getline(keys, key);) order.push_back(key);
   torch::manual_seed(7);
   TensorList ours = state_dict(*make_model(name));
-  ASSERT_EQ(ours.size(), ref.size());
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    ASSERT_EQ(ours[i].first, ref[i].first) << "key " << i;  // same names in PyTorch's state_dict order
-    EXPECT_EQ(ours[i].second.sizes(), ref[i].second.sizes()) << ref[i].first;
-    EXPECT_EQ(ours[i].second.scalar_type(), ref[i].second.scalar_type()) << ref[i].first;
-    EXPECT_TRUE(torch::equal(ours[i].second, ref[i].second)) << ref[i].first << " differs from the seeded reference init";
+  ASSERT_EQ(ours.size(), order.size());
+  ASSERT_EQ(ref.size(), order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    ASSERT_EQ(ours[i].first, order[i]) << "key " << i;  // same names in PyTorch's state_dict order
+    const at::Tensor& want = ref[order[i]];
+    EXPECT_EQ(ours[i].second.sizes(), want.sizes()) << order[i];
+    EXPECT_EQ(ours[i].second.scalar_type(), want.scalar_type()) << order[i];
+    EXPECT_TRUE(torch::equal(ours[i].second, want)) << order[i] << " differs from the seeded reference init";
   }
 }
 

@@ -3,7 +3,8 @@ rebuilt in timm_resnet.py), driven through safetensors files.
 
 usage:
   resnet_ref.py init MODEL SEED NUM_CLASSES OUT
-      torch.manual_seed(SEED); MODEL(num_classes=NUM_CLASSES); OUT = its state_dict, in PyTorch's order.
+      torch.manual_seed(SEED); MODEL(num_classes=NUM_CLASSES); OUT = its state_dict; prints its keys
+      in PyTorch's order, one per line.
   resnet_ref.py random MODEL SEED NUM_CLASSES INPUT OUT_WEIGHTS OUT
       a model with random weights and BatchNorm statistics (randomize()), written to OUT_WEIGHTS;
       OUT = {"logits": eval-mode model(INPUT["x"])}.
@@ -59,7 +60,9 @@ def main():
     if a.command == "init":
         seed, classes, out = int(a.args[0]), int(a.args[1]), a.args[2]
         torch.manual_seed(seed)
-        st.save_file(build(a.model, classes).state_dict(), out)
+        state = build(a.model, classes).state_dict()
+        st.save_file(state, out)
+        print("\n".join(state))  # the state_dict's order (the real save_file orders the file by dtype, then name)
         return
 
     if a.command == "random":
