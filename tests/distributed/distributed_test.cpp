@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <regex>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -230,6 +232,49 @@ TEST_F(Distributed, FileStoreRendezvous) {
   r = test::run(test::trainrun("check " + recipe + " world.init_method=tcp://x"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("world.init_method: expected `env` or file:///path, got 'tcp://x'"), std::string::npos) << r.err;
+}
+
+// The TCPStore's server: the one Python's torch can make on the same install. Python is asked
+// whether this LibTorch has a use_libuv option (1.13 has not: TypeError) and whether a libuv store
+// can be made (Debian 13's 2.6 cannot: "built without libuv support"); trainrun's banner must say
+// the matching server, USE_LIBUV=0 must give the classic one, and USE_LIBUV=1 must fail as Python
+// fails where libuv is missing, with one line saying what to do.
+TEST_F(Distributed, RendezvousStoreIsTheServerThisLibTorchHas) {
+  if (test::run(std::string(test::kPython) + " -c 'import torch'").code != 0) GTEST_SKIP() << "python3-torch is not installed";
+  auto py = test::run(std::string(test::kPython) +
+                      " -c 'import torch.distributed as d\ntry:\n  d.TCPStore(\"127.0.0.1\", 0, 1, True, use_libuv=True)\n"
+                      "  print(\"libuv\")\nexcept TypeError: print(\"no option\")\nexcept RuntimeError as e: print(e)'");
+  const std::string python_says = py.out.substr(0, py.out.find('\n'));
+  auto banner = [&](const std::string& env, const std::string& run) {
+    auto r = test::run(env + " " + test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 world.timeout_s=5 "
+                                                  "data.max_train_samples=128 data.max_eval_samples=64 output.dir=" +
+                                                  (dir / run)));
+    std::smatch m;
+    std::string line = std::regex_search(r.out, m, std::regex(R"(Rendezvous = TCPStore 127\.0\.0\.1:\d+ \((.*)\))"))
+                           ? m[1].str() : "exit " + std::to_string(r.code) + ": " + r.err;
+    return line;
+  };
+  const std::string unset = banner("env -u USE_LIBUV", "unset"), off = banner("USE_LIBUV=0", "off"),
+                    on = banner("USE_LIBUV=1", "on");
+  if (python_says == "no option") {  // LibTorch 1.13: one server, USE_LIBUV not read (nor by Python)
+    EXPECT_EQ(unset, "classic server, the only one this LibTorch has");
+    EXPECT_EQ(off, unset);
+    EXPECT_EQ(on, unset);
+  } else if (python_says == "libuv") {
+    EXPECT_EQ(unset, "libuv server");
+    EXPECT_EQ(off, "classic server: USE_LIBUV=0");
+    EXPECT_EQ(on, "libuv server");
+  } else {
+    ASSERT_NE(python_says.find("without libuv support"), std::string::npos) << py.out << py.err;
+    EXPECT_EQ(unset, "classic server: this LibTorch was built without libuv");
+    EXPECT_EQ(off, "classic server: USE_LIBUV=0");
+    EXPECT_NE(on.find("exit 1: "), std::string::npos) << on;
+    EXPECT_NE(on.find("rank 0: cannot reach the rendezvous at 127.0.0.1:"), std::string::npos) << on;
+    EXPECT_NE(on.find(": USE_LIBUV=1 asks for the libuv TCPStore, and this LibTorch was built without libuv (unset "
+                      "USE_LIBUV, or set USE_LIBUV=0, for the classic one)"),
+              std::string::npos)
+        << on;
+  }
 }
 
 TEST_F(Distributed, BusyPortIsABadInput) {
