@@ -31,6 +31,11 @@ Libuv libuv_asked() {
   return std::string(v) == "1" ? Libuv::on : Libuv::off;
 }
 
+// USE_LIBUV=1 where LibTorch has no libuv: said as it is, not as an unreachable rendezvous.
+struct LibuvMissing : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Set once this process has found its LibTorch without libuv: every later store is classic.
 std::atomic<bool> libuv_missing{false};
 
@@ -56,7 +61,7 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const std::string& host, Options o, st
       } catch (const std::exception& e) {
         if (!is_missing_libuv(e)) throw;
         if (asked == Libuv::on)
-          throw std::runtime_error("USE_LIBUV=1 asks for the libuv TCPStore, and this LibTorch was built without "
+          throw LibuvMissing("USE_LIBUV=1 asks for the libuv TCPStore, and this LibTorch was built without "
                                    "libuv (unset USE_LIBUV, or set USE_LIBUV=0, for the classic one)");
         libuv_missing = true;
       }
@@ -114,6 +119,8 @@ RendezvousStore make_rendezvous_store(const WorldInfo& world, std::chrono::milli
   try {
     made.store = o.isServer ? tcp_store(world.master_addr, o, server)
                             : tcp_client(world.master_addr, o, timeout);
+  } catch (const LibuvMissing&) {
+    throw;
   } catch (const std::exception& e) {
     std::string msg = e.what();
     if (msg.find("ddress already in use") != std::string::npos)

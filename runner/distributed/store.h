@@ -30,7 +30,8 @@ struct RendezvousStore {
 // server until `timeout`. The TCPStore server is libuv's where LibTorch has it (torch's default
 // since 2.4), the classic one where it does not; USE_LIBUV=0 asks for the classic one and
 // USE_LIBUV=1 for libuv, as torch.distributed reads the variable. Throws std::runtime_error with
-// one line: "world.master_port: ... is already in use" or "cannot reach the rendezvous at ...".
+// one line: "world.master_port: ... is already in use", "cannot reach the rendezvous at ..." or
+// "USE_LIBUV=1 asks for the libuv TCPStore, and this LibTorch was built without libuv ...".
 RendezvousStore make_rendezvous_store(const WorldInfo& world, std::chrono::milliseconds timeout);
 
 }  // namespace trainrun
