@@ -7,18 +7,21 @@
 #
 # SUITE is a Debian codename (trixie = 13, bookworm = 12). COMMAND runs in the clone (default:
 # `bash .ci/run` without CI=true, which is `make test`: set-up with apt, build, the whole suite).
-# The root is made with debootstrap (installed first if missing) in a temporary folder under
+# The root is made with debootstrap (installed first if missing, as git is) in a temporary folder under
 # /var/tmp and removed at the end, with everything mounted in it. Exits with COMMAND's status.
 set -euo pipefail
 [ $# -ge 1 ] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 suite=$1
 cmd=${2:-bash .ci/run}
 [ "$(id -u)" -eq 0 ] || { echo "in-debian-root: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
-repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v debootstrap >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+need=()  # a minimal root (CI's, fresh-check's) may have neither
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v git >/dev/null || need+=(git ca-certificates)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 root=$(mktemp -d /var/tmp/trainrun-"$suite".XXXXXX)
 chmod 755 "$root"  # a real root is 755; mktemp's 700 breaks packages that su to a system user
 cleanup() {  # everything mounted under the root (proc, dev, what tests mount), deepest first
