@@ -62,13 +62,13 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const std::string& host, Options o, st
         if (!is_missing_libuv(e)) throw;
         if (asked == Libuv::on)
           throw LibuvMissing("USE_LIBUV=1 asks for the libuv TCPStore, and this LibTorch was built without "
-                                   "libuv (unset USE_LIBUV, or set USE_LIBUV=0, for the classic one)");
+                             "libuv (unset USE_LIBUV, or set USE_LIBUV=0, for the classic one)");
         libuv_missing = true;
       }
       o.useLibUV = false;
     }
-    server = libuv_missing ? "classic server: this LibTorch was built without libuv"
-                           : "classic server: USE_LIBUV=" + std::string(std::getenv("USE_LIBUV"));
+    server = asked == Libuv::off ? "classic server: USE_LIBUV=" + std::string(std::getenv("USE_LIBUV"))
+                                 : "classic server: this LibTorch was built without libuv";
     return c10::make_intrusive<c10d::TCPStore>(host, o);
   }
 }
