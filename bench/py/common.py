@@ -27,6 +27,11 @@ from torch.utils.data.distributed import DistributedSampler
 
 TESTS_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "py")
 sys.path.insert(0, TESTS_PY)  # basicnet_eval.Net, timm_resnet.resnet50d: the tests' PyTorch models
+# Under Debian 13's torchrun (torch 2.6 without libuv) a Python worker's init_process_group fails
+# with "use_libuv was requested but PyTorch was build without libuv support" whatever USE_LIBUV
+# says (pytorch#148283); tests/py/torchrun.py's fix, imported, gives the worker's store client the
+# classic server's protocol. On Debian 12's torch it does nothing.
+import torchrun  # noqa: E402,F401
 
 FIRST_STEP_MARKER = "BENCH first optimizer step done"
 

@@ -18,6 +18,10 @@ when USE_LIBUV is not set and this torch has no libuv, the classic server: the c
 own rank 0 makes (README, "The rendezvous store"). Debian 12's torch has no use_libuv: there this
 fix never acts.
 
+Python workers under that torchrun fail the same way in init_process_group("gloo"): their client of
+the agent's store is made without use_libuv too, and USE_LIBUV=0 does not reach it. A worker that
+imports this module (bench/py/common.py does) gets the same fix.
+
 Then torch.distributed.run runs exactly as `python3 -m torch.distributed.run` does.
 """
 import os
@@ -60,8 +64,11 @@ if "use_libuv" in (dist.TCPStore.__init__.__doc__ or ""):
     from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend, static_tcp_rendezvous
 
     # static (torchrun's default), c10d (--standalone, --rdzv-backend c10d) and the agent's shared
-    # store (dynamic_rendezvous.py calls dist.TCPStore).
+    # store (dynamic_rendezvous.py calls dist.TCPStore); and in a Python worker that imports this
+    # module (bench/py/common.py), the client that init_process_group("gloo") makes of the agent's
+    # store (rendezvous.py's _create_c10d_store, also without use_libuv under torchrun).
     static_tcp_rendezvous.TCPStore = c10d_rendezvous_backend.TCPStore = dist.TCPStore = _AgentTCPStore
+    sys.modules["torch.distributed.rendezvous"].TCPStore = _AgentTCPStore  # the module: the package's `rendezvous` is its function
 
 if __name__ == "__main__":
     from torch.distributed.run import main
