@@ -49,6 +49,13 @@
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
 #define TRAINRUN_C10D_PG_WITHOUT_OPTIONS 1  // ProcessGroup(store, rank, size) + setDefaultBackend
 #endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+// Autocast (runner/train/autocast.h): 2.4 made at::autocast's C++ API device-generic
+// (is/set_autocast_enabled(device_type), set_autocast_dtype(device_type, dtype); pytorch#124359)
+// and deprecated the per-device calls (is_cpu_enabled, set_autocast_cpu_dtype, ...), which then
+// print a warning on every run that uses them.
+#define TRAINRUN_AUTOCAST_BY_DEVICE 1
+#endif
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
 #define TRAINRUN_C10D_REDUCER_BY_SIGNATURE 1
 #endif

@@ -4,6 +4,9 @@
 #include <ATen/autocast_mode.h>
 #include <c10/core/Device.h>
 
+#include "runner/distributed/torch_compat.h"
+
+#include <optional>
 #include <string>
 
 namespace trainrun {
@@ -11,30 +14,41 @@ namespace trainrun {
 class Autocast {
  public:
   Autocast(const std::string& precision, const c10::Device& device)
-      : on_(precision == "bf16" || precision == "fp16"), cuda_(device.is_cuda()) {
+      : on_(precision == "bf16" || precision == "fp16"), type_(device.type()) {
     if (!on_) return;
-    at::ScalarType dtype = precision == "bf16" ? at::kBFloat16 : at::kHalf;
-    prev_ = cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-    if (cuda_) {
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(dtype);
-    } else {
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(dtype);
-    }
+    prev_ = enabled(type_);
+    set(type_, true, precision == "bf16" ? at::kBFloat16 : at::kHalf);
     at::autocast::increment_nesting();
   }
   ~Autocast() {
     if (!on_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) at::autocast::set_enabled(prev_);
-    else at::autocast::set_cpu_enabled(prev_);
+    set(type_, prev_, std::nullopt);
   }
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;
 
  private:
-  bool on_, cuda_;
+  static bool enabled(c10::DeviceType type) {
+#ifdef TRAINRUN_AUTOCAST_BY_DEVICE
+    return at::autocast::is_autocast_enabled(type);
+#else
+    return type == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+  }
+  static void set(c10::DeviceType type, bool on, std::optional<at::ScalarType> dtype) {
+#ifdef TRAINRUN_AUTOCAST_BY_DEVICE
+    at::autocast::set_autocast_enabled(type, on);
+    if (dtype) at::autocast::set_autocast_dtype(type, *dtype);
+#else
+    bool cuda = type == c10::DeviceType::CUDA;
+    cuda ? at::autocast::set_enabled(on) : at::autocast::set_cpu_enabled(on);
+    if (dtype) cuda ? at::autocast::set_autocast_gpu_dtype(*dtype) : at::autocast::set_autocast_cpu_dtype(*dtype);
+#endif
+  }
+
+  bool on_;
+  c10::DeviceType type_;
   bool prev_ = false;
 };
 
