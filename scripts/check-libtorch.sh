@@ -42,7 +42,7 @@ mkdir -p "$work"
 commands=$build_dir/compile_commands.json
 if [[ ! -f "$commands" ]]; then
   echo "check-libtorch: no $commands; configuring a scratch build for the flags" >&2
-  cmake -S "$root" -B "$work/build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DTRAINRUN_PCH=OFF >"$work/cmake.log" 2>&1 ||
+  cmake -S "$root" -B "$work/build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DTRAINRUN_PCH=OFF -DTRAINRUN_UNITY=OFF >"$work/cmake.log" 2>&1 ||
     { echo "check-libtorch: cmake failed, see $work/cmake.log" >&2; exit 2; }
   commands=$work/build/compile_commands.json
 fi

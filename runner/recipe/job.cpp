@@ -1,4 +1,5 @@
 #include "runner/recipe/job.h"
+#include "runner/recipe/onednn_check.h"
 
 #include "components/data/download.h"
 #include "runner/distributed/accelerator.h"
@@ -177,13 +178,22 @@ void resolve_precision(Job& job) {
 // memory_format: auto is channels_last for a model that prefers it where NHWC convolutions are
 // fast (oneDNN on a CPU, CUDA); the conv weights are made NHWC here, as model.to(memory_format=
 // torch.channels_last) does, and the trainer feeds NHWC inputs.
+// Not on a CPU where oneDNN's NHWC convolutions are wrong (onednn_check.h): `auto` stays
+// contiguous there and says why; an explicit channels_last is refused before anything starts.
 void resolve_memory_format(Job& job) {
   const std::string& wanted = job.config.memory_format;
   if (wanted == "contiguous") return;
+  const auto fault = job.device == "cpu" && at::hasMKLDNN() ? onednn_channels_last_fault() : std::nullopt;
   if (wanted == "auto") {
     if (!job.model->prefers_channels_last()) return;
     if (job.device != "cuda" && !at::hasMKLDNN()) return;
+    if (fault) {
+      job.memory_format_reason = "auto: " + *fault;
+      return;
+    }
     job.memory_format_reason = job.device == "cuda" ? "auto: convolutions on CUDA" : "auto: oneDNN convolutions";
+  } else if (fault) {
+    throw RecipeError("memory_format: channels_last: " + *fault + "; use contiguous (or auto)");
   }
   job.channels_last = true;
   torch::NoGradGuard no_grad;

@@ -71,9 +71,10 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
   if (!acc.rendezvous().empty()) spdlog::info("  Rendezvous = {}", acc.rendezvous());
   spdlog::info("  Device = {}, precision = {}{}{}", acc.device().str(), job.precision,
                job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")",
-               !job.channels_last ? ""
-               : job.memory_format_reason.empty() ? ", memory format = channels_last"
-                                                  : ", memory format = channels_last (" + job.memory_format_reason + ")");
+               !job.channels_last && job.memory_format_reason.empty()
+                   ? ""
+                   : std::string(", memory format = ") + (job.channels_last ? "channels_last" : "contiguous") +
+                         (job.memory_format_reason.empty() ? "" : " (" + job.memory_format_reason + ")"));
 }
 
 // The Trainer's lines on resuming from a checkpoint.

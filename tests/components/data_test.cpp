@@ -3,6 +3,7 @@
 #include "components/data/image.h"
 #include "components/data/image_files.h"
 #include "components/data/loader.h"
+#include "components/make_dataset.h"
 #include "test_util.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -14,10 +15,7 @@ namespace trainrun {
 namespace {
 
 namespace fs = std::filesystem;
-
-DatasetSplits make_dataset(const std::string& name, const std::string& params) {
-  return Registry<Dataset>::instance().get(name).make(Config(YAML::Load(params), "data.dataset"));
-}
+using test::make_dataset;
 
 std::shared_ptr<Transform> transform(const std::string& name, const std::string& params) {
   return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));

@@ -6,6 +6,7 @@
 #include "components/data/dataset.h"
 #include "components/data/image.h"
 #include "runner/io/archive.h"
+#include "components/make_dataset.h"
 #include "test_util.h"
 
 #include <torch/torch.h>
@@ -17,10 +18,7 @@ namespace trainrun {
 namespace {
 
 namespace fs = std::filesystem;
-
-DatasetSplits make_dataset(const std::string& name, const std::string& params) {
-  return Registry<Dataset>::instance().get(name).make(Config(YAML::Load(params), "data.dataset"));
-}
+using test::make_dataset;
 
 std::string md5sum(const std::string& path) {
   auto r = test::run("md5sum " + path);

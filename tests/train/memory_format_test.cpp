@@ -3,6 +3,7 @@
 // picks for a resnet (not for BasicNet); the banner says so.
 #include "components/data/image.h"
 #include "runner/io/safetensors.h"
+#include "runner/recipe/onednn_check.h"
 #include "test_util.h"
 
 #include <torch/torch.h>
@@ -44,6 +45,26 @@ world: {nproc_per_node: 1, threads_per_proc: 1}
   test::TempDir dir;
 };
 
+// The check in onednn_check.h against oneDNN itself: where it finds a fault, the convolution it
+// names computes wrong numbers in NHWC (fp32 1x1 stride 2, 256->512 on 4x4, the downsample of a
+// resnet18's layer4 at 64x64); where it finds none, NHWC equals NCHW within float rounding.
+TEST(OnednnCheck, FaultFoundExactlyWhereNhwcConvolutionsAreWrong) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "no oneDNN in this LibTorch";
+  torch::manual_seed(0);
+  torch::NoGradGuard no_grad;
+  auto w = torch::randn({512, 256, 1, 1}), x = torch::randn({4, 256, 4, 4});
+  auto nchw = torch::conv2d(x, w, {}, 2);
+  auto nhwc = torch::conv2d(x.contiguous(at::MemoryFormat::ChannelsLast), w.contiguous(at::MemoryFormat::ChannelsLast), {}, 2);
+  const double rel = ((nchw - nhwc).abs().max() / nchw.abs().max()).item<double>();
+  const auto fault = onednn_channels_last_fault();
+  std::cout << "[ measured ] NHWC 1x1 stride-2 convolution, max relative error " << rel << "; fault found: "
+            << (fault ? *fault : "none") << "\n";
+  if (fault)
+    EXPECT_GT(rel, 1e-2);
+  else
+    EXPECT_LT(rel, 1e-5);
+}
+
 TEST_F(MemoryFormat, ChannelsLastTrainsTheSameWithinRounding) {
   auto plain = train("contiguous", "plain");
   ASSERT_EQ(plain.code, 0) << plain.err;
@@ -51,6 +72,15 @@ TEST_F(MemoryFormat, ChannelsLastTrainsTheSameWithinRounding) {
   auto nhwc = train("auto", "nhwc");
   ASSERT_EQ(nhwc.code, 0) << nhwc.err;
   if (!at::hasMKLDNN()) GTEST_SKIP() << "no oneDNN in this LibTorch: auto stays contiguous";
+  if (const auto fault = onednn_channels_last_fault()) {
+    // auto stays contiguous and says why; an explicit channels_last is refused before anything starts.
+    EXPECT_NE(nhwc.out.find("memory format = contiguous (auto: " + *fault + ")"), std::string::npos) << nhwc.out;
+    auto asked = train("channels_last", "asked");
+    EXPECT_EQ(asked.code, 2);
+    EXPECT_NE(asked.err.find("memory_format: channels_last: " + *fault), std::string::npos) << asked.err;
+    EXPECT_FALSE(fs::exists(dir / "asked"));
+    GTEST_SKIP() << "channels_last is not run on this machine: " << *fault;
+  }
   EXPECT_NE(nhwc.out.find("memory format = channels_last (auto: oneDNN convolutions)"), std::string::npos) << nhwc.out;
   // The weights on disk are plain row-major tensors, equal to the NCHW run's within rounding.
   TensorList a = load_safetensors(dir / "plain/model.safetensors"), b = load_safetensors(dir / "nhwc/model.safetensors");
