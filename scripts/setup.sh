@@ -10,7 +10,7 @@ release=${VERSION_ID%%.*}
 release=${release:-99}
 tcmalloc=libtcmalloc-minimal4
 [ "$release" -ge 13 ] && tcmalloc=libtcmalloc-minimal4t64  # the 64-bit time_t rename
-packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libtorch-dev libgloo-dev libyaml-cpp-dev
+packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libdeflate-dev libtorch-dev libgloo-dev libyaml-cpp-dev
           nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libjpeg62-turbo-dev libopenblas0-openmp
           libcurl4-openssl-dev libarchive-dev libssl-dev "$tcmalloc"
           dataset-fashion-mnist)

@@ -50,6 +50,30 @@ TEST(Idx, ReadsRawAndGzipIdentically) {
   }
 }
 
+// One gzip member is inflated whole (libdeflate); several members, or a trailer whose size is not
+// the data's, go through zlib's stream: the same tensor, or the same refusal, either way.
+TEST(Idx, GzipOfSeveralMembersReadsTheSameAndALyingTrailerIsRefused) {
+  TempDir dir;
+  std::vector<uint8_t> pixels(5 * 7);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = uint8_t(i * 13 + 1);
+  const std::string bytes = idx_bytes({5, 7}, pixels);
+  write_gz(dir / "one.gz", bytes);
+  write_gz(dir / "head.gz", bytes.substr(0, 10));
+  write_gz(dir / "rest.gz", bytes.substr(10));
+  test::write_file(dir / "two.gz", test::read_file(dir / "head.gz") + test::read_file(dir / "rest.gz"));
+  std::string lying = test::read_file(dir / "one.gz");
+  lying[lying.size() - 4] = char(lying[lying.size() - 4] + 1);  // ISIZE one more than the data
+  test::write_file(dir / "lying.gz", lying);
+  at::Tensor expected = read_idx(dir / "one.gz");
+  ASSERT_EQ(expected.sizes(), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(expected[4][6].item<int>(), pixels[34]);
+  EXPECT_TRUE(read_idx(dir / "two.gz").equal(expected));
+  EXPECT_NE(error_of(dir / "lying.gz"), "(no error)");  // gzip's integrity check, as `gzip -t` says
+  // Cut inside the deflate stream: both readers refuse it; zlib's says how much data it found.
+  test::write_file(dir / "cut.gz", test::read_file(dir / "one.gz").substr(0, 30));
+  EXPECT_NE(error_of(dir / "cut.gz").find(": truncated"), std::string::npos) << error_of(dir / "cut.gz");
+}
+
 TEST(Idx, ErrorsNameTheFile) {
   TempDir dir;
   test::write_file(dir / "short", idx_bytes({10, 28, 28}, std::vector<uint8_t>(100)));
