@@ -127,11 +127,15 @@ Header read_header(const std::string& path, Read&& read) {
   if (ndim < 1 || ndim > 4) throw DataError(path + ": IDX has " + std::to_string(ndim) + " dimensions");
   Header h;
   h.sizes.resize(ndim);
+  int64_t strides = 1;
   for (int d = 0; d < ndim; ++d) {
     unsigned char b[4];
     if (read(b, 4) != 4) throw DataError(path + ": truncated IDX header");
     h.sizes[d] = (int64_t(b[0]) << 24) | (int64_t(b[1]) << 16) | (int64_t(b[2]) << 8) | b[3];
     h.overflow = h.overflow || __builtin_mul_overflow(h.numel, h.sizes[d], &h.numel);
+    // A zero size makes the count 0 whatever the others are, but the tensor's strides are still
+    // the products of the sizes after it (found by fuzz/idx_fuzz.cpp: 0 x 4227882240 x ...).
+    if (h.sizes[d] != 0) h.overflow = h.overflow || __builtin_mul_overflow(strides, h.sizes[d], &strides);
     h.promise += (h.promise.empty() ? "" : " x ") + std::to_string(h.sizes[d]);
   }
   return h;

@@ -46,6 +46,7 @@ ordered_json TrainerState::to_json() const {
   j["max_steps"] = max_steps;
   j["num_train_epochs"] = num_train_epochs;
   j["save_steps"] = save_steps;
+  j["stateful_callbacks"] = stateful_callbacks;
   j["total_flos"] = 0;
   j["train_batch_size"] = train_batch_size;
   j["trial_name"] = nullptr;
@@ -76,6 +77,10 @@ TrainerState TrainerState::from_json(const json& j) {
     if (j.contains("best_model_checkpoint") && !j["best_model_checkpoint"].is_null())
       s.best_model_checkpoint = j["best_model_checkpoint"].get<std::string>();
     if (j.contains("log_history")) s.log_history = ordered_json(j["log_history"]);
+    if (j.contains("stateful_callbacks")) {  // absent from checkpoints written before it was
+      if (!j["stateful_callbacks"].is_object()) throw CheckpointError(std::string(kStateFile) + ": stateful_callbacks is not an object");
+      s.stateful_callbacks = ordered_json(j["stateful_callbacks"]);
+    }
     const json& ours = j.at("trainrun");
     s.epoch_index = ours.at("epoch_index").get<int64_t>();
     s.batches_in_epoch = ours.at("batches_in_epoch").get<int64_t>();

@@ -40,6 +40,9 @@ struct TrainerState {
   std::optional<double> best_metric;
   std::string best_model_checkpoint;
   nlohmann::ordered_json log_history = nlohmann::ordered_json::array();
+  // Callbacks' state, as transformers writes it: {"TrainerControl": {"args": {...}, "attributes":
+  // {}}, "EarlyStoppingCallback": {...}, ...}, a list where several callbacks share a name.
+  nlohmann::ordered_json stateful_callbacks = nlohmann::ordered_json::object();
   int64_t epoch_index = 0;       // epoch in progress (0-based)
   int64_t batches_in_epoch = 0;  // micro-batches of it consumed, on every rank
   int64_t world_size = 1;

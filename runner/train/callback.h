@@ -64,6 +64,15 @@ class Callback {
   virtual void on_epoch_end(Trainer&, TrainerControl&) {}
   virtual void on_loop_end(Trainer&, TrainerControl&) {}
   virtual void on_train_end(Trainer&, TrainerControl&) {}
+
+  // State that must survive a resume (transformers' ExportableState): every checkpoint's
+  // trainer_state.json holds it under `stateful_callbacks`, keyed by state_key() (transformers'
+  // class name where it has one; a list where several callbacks share a key), as {"args": {...},
+  // "attributes": {...}}; on resume each callback gets its own back, in the recipe's order, after
+  // the checkpoint has loaded. An empty key: the callback has no state.
+  virtual std::string state_key() const { return {}; }
+  virtual nlohmann::ordered_json state() const { return nullptr; }
+  virtual void load_state(Trainer&, const nlohmann::json& saved) {}
 };
 
 template <>

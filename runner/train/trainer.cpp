@@ -4,6 +4,7 @@
 #include "runner/io/weights.h"
 #include "runner/logging/logging.h"
 #include "runner/train/autocast.h"
+#include "runner/train/callback_state.h"
 #include "runner/train/callbacks/callbacks.h"
 #include "runner/train/loss_sums.h"
 
@@ -165,6 +166,9 @@ void Trainer::resume() {
     const TrainerState saved = read_trainer_state(*resumed_from_);
     fire([&](Callback& c) { c.on_resume(*this, saved); });
     state_ = load_checkpoint(*resumed_from_, parts(), sums_, *acc_);
+    ended_early_ = restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
+                                              (std::filesystem::path(*resumed_from_) / kStateFile).string());
+    control_.should_training_stop = ended_early_;
   }
   device_sums_ = std::make_unique<DeviceLossSums>(sums_, acc_->device());
   const TrainConfig& t = job_.config.train;
@@ -182,6 +186,9 @@ EvalResult Trainer::train() {
   int64_t first_epoch = state_.epoch_index, skip = state_.batches_in_epoch;
   if (skip >= length_.batches_per_epoch) ++first_epoch, skip = 0;
   if (resumed_from_) log_resume(*resumed_from_, first_epoch, state_.global_step, skip);
+  if (ended_early_)
+    spdlog::info("  The run ended early at step {} (a callback stopped it, as its checkpoint records): nothing is "
+                 "left to train", state_.global_step);
   fire([&](Callback& c) { c.on_train_begin(*this, control_); });
   start_ = Clock::now();
   window_ = LogWindow();
@@ -300,6 +307,7 @@ void Trainer::evaluate_now() {
 }
 
 void Trainer::save_now() {
+  state_.stateful_callbacks = stateful_callbacks(callbacks_, control_);
   control_.should_save = false;
   fire([&](Callback& c) { c.on_save(*this, control_); });
 }

@@ -112,6 +112,7 @@ class Trainer {
   LossScaler scaler_;
   std::vector<at::Tensor> trainable_;
   std::optional<std::string> resumed_from_;
+  bool ended_early_ = false;  // the checkpoint resumed from is of a run a callback ended
   TrainerState state_;
   LoopSums sums_;
   std::unique_ptr<DeviceLossSums> device_sums_;

@@ -83,6 +83,9 @@ TEST(Idx, ErrorsNameTheFile) {
   test::write_file(dir / "huge", idx_bytes({0xffffffff, 0xffffffff, 0xffffffff}, std::vector<uint8_t>(10)));
   EXPECT_EQ(error_of(dir / "huge"), (dir / "huge") + ": truncated: header promises 4294967295 x 4294967295 x 4294967295 "
                                                     "(more than any file holds) bytes of data, found 10");
+  test::write_file(dir / "zero", idx_bytes({0, 0xfc005d00, 0x3a0005ef, 0xaef}, {}));
+  EXPECT_EQ(error_of(dir / "zero"), (dir / "zero") + ": truncated: header promises 0 x 4227882240 x 973080047 x 2799 "
+                                                    "(more than any file holds) bytes of data, found 0");
   test::write_file(dir / "long", idx_bytes({2, 3}, std::vector<uint8_t>(7)));
   EXPECT_EQ(error_of(dir / "long"), (dir / "long") + ": longer than its header says: header promises 2 x 3 = 6 bytes of data, found more");
   test::write_file(dir / "html", "<html>404 not found</html>");

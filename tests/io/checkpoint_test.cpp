@@ -172,6 +172,47 @@ TEST_F(Checkpoint, SigintSavesStopsEveryRankAndResumes) {
   expect_same_run("full", "run");
 }
 
+// early_stopping's strikes are saved with each checkpoint (trainer_state.json's
+// stateful_callbacks, as transformers writes them): a run interrupted after the first strike and
+// resumed stops at the same step, with the same files, as the uninterrupted one; before, the
+// resumed run counted afresh and trained 4 steps more. A run that stopped early is over: resuming
+// it trains nothing.
+TEST_F(Checkpoint, EarlyStoppingResumedAfterAStrikeStopsWhereTheUninterruptedRunDoes) {
+  // Evaluations at steps 2 (the best), 4 (strike 1) and 6 (strike 2: stop); 20 steps planned.
+  const std::string more = "train.eval_every=2 output.save_every=2"
+                           " 'callbacks=[{name: early_stopping, metric: accuracy, patience: 2, threshold: 1.0}]'";
+  auto full = test::run(args("full", more));
+  ASSERT_EQ(full.code, 0) << full.err;
+  EXPECT_NE(full.out.find("Early stopping at step 6"), std::string::npos) << full.out;
+  auto first = test::run("TRAINRUN_INTERRUPT_AT_STEP=4 " + args("split", more));
+  ASSERT_EQ(first.code, 130) << first.out << first.err;
+  json at4 = json::parse(test::read_file(dir / "split/checkpoint-4/trainer_state.json"))["stateful_callbacks"];
+  EXPECT_EQ(at4["EarlyStoppingCallback"]["attributes"]["early_stopping_patience_counter"], 1) << at4.dump();
+  EXPECT_EQ(at4["EarlyStoppingCallback"]["args"]["early_stopping_patience"], 2) << at4.dump();
+  EXPECT_EQ(at4["TrainerControl"]["args"]["should_training_stop"], false) << at4.dump();  // an interrupt: not over
+  auto second = test::run(args("split", more));
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.out.find("Early stopping at step 6"), std::string::npos) << second.out;
+  expect_same_run("full", "split");
+  EXPECT_EQ(folders(dir / "full"), folders(dir / "split"));
+  json full6 = json::parse(test::read_file(dir / "full/checkpoint-6/trainer_state.json"));
+  json split6 = json::parse(test::read_file(dir / "split/checkpoint-6/trainer_state.json"));
+  EXPECT_EQ(full6["stateful_callbacks"], split6["stateful_callbacks"]);
+  EXPECT_EQ(full6["stateful_callbacks"]["TrainerControl"]["args"]["should_training_stop"], true) << full6.dump();
+  EXPECT_EQ(full6["log_history"].size(), split6["log_history"].size());
+
+  // Resumed once more (output.resume: auto): nothing trains, the weights stay the run's.
+  const std::string weights = test::read_file(dir / "split/model.safetensors");
+  const std::size_t lines = test::read_jsonl(dir / "split/metrics.jsonl").size();
+  auto again = test::run(args("split", more));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("The run ended early at step 6 (a callback stopped it, as its checkpoint records): "
+                           "nothing is left to train"), std::string::npos) << again.out;
+  auto after = test::read_jsonl(dir / "split/metrics.jsonl");
+  for (std::size_t i = lines; i < after.size(); ++i) EXPECT_FALSE(after[i].contains("loss")) << after[i].dump();
+  EXPECT_TRUE(test::read_file(dir / "split/model.safetensors") == weights);
+}
+
 TEST_F(Checkpoint, KeepLastRotatesButKeepsTheBest) {
   // A learning rate that first helps and then ruins the model: the best checkpoint is an early one.
   std::string more = "train.epochs=1 output.save_every=1 train.eval_every=1 output.keep_last=2 data.max_eval_samples=200 "

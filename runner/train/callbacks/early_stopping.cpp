@@ -1,7 +1,9 @@
 // `callbacks: [{name: early_stopping, ...}]`: the Hugging Face EarlyStoppingCallback. Training
 // ends (as a finished run: last evaluation, checkpoint, summary) once `metric` has not improved
 // by more than `threshold` for `patience` evaluations in a row. Evaluation metrics are reduced
-// over ranks, so every rank decides alike.
+// over ranks, so every rank decides alike. Its state (the strikes so far and the best value) is
+// saved with every checkpoint as transformers' EarlyStoppingCallback saves it, so a resumed run
+// stops where the uninterrupted one does.
 #include "runner/train/callbacks/callbacks.h"
 #include "runner/train/trainer.h"
 
@@ -35,6 +37,30 @@ class EarlyStopping : public Callback {
     control.should_training_stop = true;
     spdlog::info("Early stopping at step {}: {} has not improved on {} for {} evaluation{}", t.state().global_step,
                  metric_, *best_, patience_, patience_ > 1 ? "s" : "");
+  }
+
+  // transformers' names (its `args` are the constructor's, its counter an attribute), plus ours:
+  // the metric and the best value so far (transformers reads that from TrainerState.best_metric,
+  // which follows metric_for_best_model; this callback watches a metric of its own).
+  std::string state_key() const override { return "EarlyStoppingCallback"; }
+  nlohmann::ordered_json state() const override {
+    return {{"args", {{"early_stopping_patience", patience_}, {"early_stopping_threshold", threshold_}, {"metric", metric_}}},
+            {"attributes",
+             {{"best_value", best_ ? nlohmann::ordered_json(*best_) : nlohmann::ordered_json(nullptr)},
+              {"early_stopping_patience_counter", evaluations_without_gain_}}}};
+  }
+  // The recipe's args stand (a resumed run may change them); the count and the best value
+  // continue, unless the metric watched is another one now.
+  void load_state(Trainer&, const nlohmann::json& saved) override {
+    const nlohmann::json& a = saved.at("attributes");
+    if (saved.at("args").value("metric", metric_) != metric_) {
+      spdlog::warn("early_stopping: the checkpoint counted {}, this run watches {}: its count starts afresh",
+                   saved["args"]["metric"].get<std::string>(), metric_);
+      return;
+    }
+    evaluations_without_gain_ = a.at("early_stopping_patience_counter").get<int64_t>();
+    best_.reset();
+    if (!a.at("best_value").is_null()) best_ = a["best_value"].get<double>();
   }
 
  private:
