@@ -38,6 +38,10 @@ debootstrap --variant=minbase "$suite" "$root" >"$root.debootstrap.log" 2>&1 ||
 rm -f "$root.debootstrap.log"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 git clone -q "$repo" "$root/project"
+# The root mounted on itself: `ip netns exec` (the two-node tests' network namespaces) makes `/`
+# a slave mount, which fails where `/` is not a mount point ("mount --make-rslave /" failed:
+# Invalid argument) and those tests would skip.
+mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount --bind /dev "$root/dev"
 mount --bind /dev/pts "$root/dev/pts"
