@@ -1,4 +1,4 @@
-// Resuming from a checkpoint (runner/io/checkpoint.cpp load_checkpoint, runner/io/trainer_state.cpp):
+// Resuming from a checkpoint (runner/train/checkpoints.cpp load_checkpoint, components/callbacks/trainer_state.cpp):
 // a BasicNet + AdamW + onecycle + loss scaler is saved once with trainrun's own Checkpoints::save,
 // then each input replaces its files: NUL-separated trainer_state.json, scheduler.json,
 // scaler.json and model.safetensors (the rest of the input, which may hold NULs). A part left
@@ -8,9 +8,9 @@
 #include "fuzz/fuzz_util.h"
 #include "registry/registry.h"
 #include "runner/distributed/accelerator.h"
-#include "runner/io/checkpoint.h"
-#include "runner/io/safetensors.h"
-#include "runner/io/trainer_state.h"
+#include "runner/train/checkpoints.h"
+#include "support/safetensors.h"
+#include "components/callbacks/trainer_state.h"
 #include "runner/train/loss_scaler.h"
 
 #include <torch/torch.h>

@@ -1,6 +1,6 @@
-// The safetensors reader (weights from the Hub, checkpoints): runner/io/safetensors.cpp.
+// The safetensors reader (weights from the Hub, checkpoints): support/safetensors.cpp.
 #include "fuzz/fuzz_util.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 
 #include <ATen/core/Tensor.h>
 

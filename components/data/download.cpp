@@ -1,7 +1,7 @@
 #include "components/data/download.h"
 
-#include "runner/io/archive.h"
-#include "runner/io/download.h"
+#include "support/archive.h"
+#include "support/download.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,6 +1,6 @@
 // `download: true` on mnist, stl10 and pets_folder, as torchvision's download=True: the files,
 // mirrors and MD5s torchvision's MNIST, FashionMNIST, STL10 and OxfordIIITPet fetch, fetched
-// only when missing, checked before use (runner/io/download.h), and archives unpacked so that the
+// only when missing, checked before use (support/download.h), and archives unpacked so that the
 // recipe's `root` is what the dataset reads.
 //
 // TRAINRUN_DATASETS_MIRROR=<base URL> replaces every mirror list: a file is fetched from

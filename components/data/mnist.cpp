@@ -45,7 +45,7 @@ std::string find_file(const fs::path& root, const std::string& stem) {
                   " and its three siblings)");
 }
 
-std::shared_ptr<const Dataset> load_split(const fs::path& root, const std::string& prefix,
+std::shared_ptr<const Dataset> load_mnist_split(const fs::path& root, const std::string& prefix,
                                           int64_t num_classes) {
   std::string images_path = find_file(root, prefix + "-images-idx3-ubyte");
   std::string labels_path = find_file(root, prefix + "-labels-idx1-ubyte");
@@ -94,8 +94,8 @@ DatasetSplits make_mnist(const Config& c) {
     out.classes = c.get<std::vector<std::string>>("classes");
   }
   int64_t n = int64_t(out.classes.size());
-  out.train = load_split(root, "train", n);
-  out.eval = load_split(root, "t10k", n);
+  out.train = load_mnist_split(root, "train", n);
+  out.eval = load_mnist_split(root, "t10k", n);
   return out;
 }
 

@@ -58,7 +58,7 @@ class Stl10Split : public Dataset {
   at::Tensor labels_;  // N int64, 0..9
 };
 
-std::shared_ptr<const Dataset> load_split(const fs::path& root, const std::string& split, int64_t num_classes) {
+std::shared_ptr<const Dataset> load_stl10_split(const fs::path& root, const std::string& split, int64_t num_classes) {
   fs::path x_path = root / (split + "_X.bin"), y_path = root / (split + "_y.bin");
   at::Tensor x = map_file(x_path);
   if (x.numel() % kImageBytes != 0)
@@ -100,8 +100,8 @@ DatasetSplits make_stl10(const Config& c) {
   if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
   DatasetSplits out;
   out.classes = class_names(root);
-  out.train = load_split(root, "train", int64_t(out.classes.size()));
-  out.eval = load_split(root, "test", int64_t(out.classes.size()));
+  out.train = load_stl10_split(root, "train", int64_t(out.classes.size()));
+  out.eval = load_stl10_split(root, "test", int64_t(out.classes.size()));
   return out;
 }
 

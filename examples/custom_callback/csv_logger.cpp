@@ -8,9 +8,9 @@
 //
 // Registering is all it takes: the recipe engine checks the parameters against the schema,
 // `trainrun describe callbacks/csv_logger` shows them (with TRAINRUN_PLUGINS set), and the
-// trainer fires the events (runner/train/callback.h).
-#include "runner/train/callback.h"
-#include "runner/train/trainer.h"
+// trainer fires the events (components/callbacks/callback.h).
+#include "components/callbacks/callback.h"
+#include "support/errors.h"
 
 #include <fmt/format.h>
 

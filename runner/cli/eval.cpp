@@ -1,7 +1,7 @@
 // `trainrun eval RECIPE.yaml --checkpoint PATH`: the eval split through a saved model; prints the
 // metrics and a classification report, and writes eval_report.json beside the weights.
 #include "runner/cli/commands.h"
-#include "runner/io/durable_file.h"
+#include "support/durable_file.h"
 #include "runner/io/weights.h"
 #include "runner/logging/logging.h"
 #include "runner/logging/report.h"

@@ -4,9 +4,9 @@
 
 #include "registry/plugin.h"
 #include "runner/distributed/error_file.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "runner/logging/logging.h"
-#include "runner/train/trainer.h"
+#include "support/errors.h"
 
 #include <CLI/CLI.hpp>
 

@@ -5,6 +5,7 @@
 #include "runner/io/checkpoint.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/preflight.h"
+#include "runner/train/callbacks/callbacks.h"
 #include "runner/train/trainer.h"
 
 #include <ATen/Context.h>

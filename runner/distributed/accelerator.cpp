@@ -2,7 +2,7 @@
 
 #include "runner/distributed/process_group.h"
 #include "runner/distributed/store.h"
-#include "runner/recipe/recipe.h"
+#include "support/errors.h"
 
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>

@@ -1,6 +1,6 @@
 #include "runner/distributed/launcher.h"
 
-#include "runner/recipe/recipe.h"
+#include "support/errors.h"
 
 
 #include <arpa/inet.h>

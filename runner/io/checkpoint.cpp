@@ -1,44 +1,19 @@
 #include "runner/io/checkpoint.h"
 
-#include "components/models/model.h"
-#include "components/optim/optim.h"
-#include "runner/distributed/accelerator.h"
-#include "runner/io/durable_file.h"
-#include "runner/io/trainer_state.h"
-#include "runner/train/loss_scaler.h"
-#include "runner/recipe/recipe.h"
-#include "runner/io/weights.h"
+#include "components/callbacks/trainer_state.h"
+#include "support/durable_file.h"
+#include "support/errors.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
 
-#include <cmath>
-#include <filesystem>
-#include <fstream>
+#include <algorithm>
 #include <regex>
-#include <sstream>
 
 namespace trainrun {
 
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-using nlohmann::ordered_json;
-
-std::optional<int64_t> checkpoint_step(const std::string& name) {
-  static const std::regex pattern(R"(checkpoint-(\d+))");
-  std::smatch m;
-  if (!std::regex_match(name, m, pattern)) return std::nullopt;
-  return std::stoll(m[1].str());
-}
-
-bool is_complete(const fs::path& folder) {
-  return fs::is_directory(folder) && fs::is_regular_file(folder / kStateFile) &&
-         fs::is_regular_file(folder / "model.safetensors");
-}
 
 // Renamed away first, so that a crash half-way through the removal leaves no folder that
 // looks like a checkpoint.
@@ -49,16 +24,26 @@ void remove_folder(const fs::path& folder) {
   fs::remove_all(ec ? folder : doomed, ec);
 }
 
+}  // namespace
+
+std::optional<int64_t> checkpoint_step(const std::string& name) {
+  static const std::regex pattern(R"(checkpoint-(\d+))");
+  std::smatch m;
+  if (!std::regex_match(name, m, pattern)) return std::nullopt;
+  return std::stoll(m[1].str());
+}
+
+bool is_complete_checkpoint(const fs::path& folder) {
+  return fs::is_directory(folder) && fs::is_regular_file(folder / kStateFile) &&
+         fs::is_regular_file(folder / "model.safetensors");
+}
+
 void check_resume_path(const std::string& path) {
   if (!fs::exists(path)) throw RecipeError("output.resume: " + path + ": no such checkpoint");
-  if (!is_complete(path))
+  if (!is_complete_checkpoint(path))
     throw RecipeError("output.resume: " + path + ": not a complete checkpoint (no " + kStateFile +
                       " or model.safetensors)");
 }
-
-std::string rng_key(const char* kind, int64_t rank) { return std::string(kind) + "_rank_" + std::to_string(rank); }
-
-}  // namespace
 
 int64_t CheckpointOptions::save_steps() const {
   return save_every == "epoch" || save_every == "never" ? 0 : std::stoll(save_every);
@@ -69,7 +54,7 @@ std::vector<std::string> complete_checkpoints(const std::string& dir) {
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     auto step = checkpoint_step(it->path().filename().string());
-    if (step && !it->is_symlink() && is_complete(it->path())) found.emplace_back(*step, it->path().string());
+    if (step && !it->is_symlink() && is_complete_checkpoint(it->path())) found.emplace_back(*step, it->path().string());
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
@@ -89,11 +74,9 @@ std::optional<std::string> planned_resume_point(const CheckpointOptions& options
   return all.back();
 }
 
-Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : options_(std::move(options)), acc_(acc) {
-  if (!acc_.is_main_process()) return;
-  // What a crash during a save left behind: never a checkpoint, so removed.
+void remove_unfinished_checkpoints(const std::string& dir) {
   std::error_code ec;
-  for (auto it = fs::directory_iterator(options_.dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (name.rfind(".checkpoint-", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp") {
       spdlog::warn("Removing {}: an unfinished checkpoint from an earlier run", it->path().string());
@@ -103,110 +86,17 @@ Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : op
   }
 }
 
-std::optional<std::string> resume_point(const CheckpointOptions& options, const Accelerator& acc) {
-  if (options.resume == "never") return std::nullopt;
-  if (options.resume != "auto") {
-    check_resume_path(options.resume);
-    return options.resume;
-  }
-  // Rank 0 picks; the others take the same step, so that a checkpoint rank 0 finished while
-  // another rank listed the folder cannot split the world.
-  double picked = -1;
-  if (acc.is_main_process()) {
-    if (auto newest = planned_resume_point(options)) picked = double(*checkpoint_step(fs::path(*newest).filename().string()));
-  }
-  picked = acc.reduce_sum(at::scalar_tensor(acc.is_main_process() ? picked : 0.0, at::kDouble)).item<double>();
-  if (picked < 0) return std::nullopt;
-  fs::path folder = fs::path(options.dir) / ("checkpoint-" + std::to_string(int64_t(picked)));
-  if (!is_complete(folder))
-    throw CheckpointError("rank " + std::to_string(acc.rank()) + ": " + folder.string() +
-                          " (rank 0's newest checkpoint) is not here: resuming on several nodes needs output.dir "
-                          "on a shared file system");
-  return folder.string();
-}
-
-std::string Checkpoints::save(const TrainingParts& parts, TrainerState& state, const LoopSums& sums,
-                              const std::optional<json>& metrics) {
-  // Every rank's RNG and loop sums travel to rank 0 (no shared file system needed).
-  std::vector<at::Tensor> rng;
-  at::Tensor cpu = at::detail::getDefaultCPUGenerator().get_state();
-  at::Tensor all_cpu = acc_.gather_for_metrics(cpu).cpu();
-  at::Tensor all_cuda;
-  if (acc_.device().is_cuda())
-    all_cuda = acc_.gather_for_metrics(at::globalContext().defaultGenerator(acc_.device()).get_state()).cpu();
-  at::Tensor own = at::tensor({sums.loss_since_log, double(sums.batches_since_log), sums.loss_total,
-                               double(sums.batches_total)},
-                              at::kDouble);
-  at::Tensor all_sums = acc_.gather_for_metrics(own).cpu();
-  if (!acc_.is_main_process()) return "";
-
-  const int64_t world = acc_.world_size();
-  state.world_size = world;
-  state.ranks.clear();
-  auto s = all_sums.accessor<double, 1>();
-  for (int64_t r = 0; r < world; ++r)
-    state.ranks.push_back({s[r * 4], int64_t(s[r * 4 + 1]), s[r * 4 + 2], int64_t(s[r * 4 + 3])});
-  for (int64_t r = 0; r < world; ++r) {
-    rng.push_back(all_cpu.chunk(world)[r].clone());
-    if (all_cuda.defined()) rng.push_back(all_cuda.chunk(world)[r].clone());
-  }
-
-  std::string name = "checkpoint-" + std::to_string(state.global_step);
-  const std::string& key = options_.best_metric;
-  if (metrics && !key.empty() && metrics->contains(key)) {
-    double v = (*metrics)[key].get<double>();
-    bool better = !state.best_metric || (options_.greater_is_better ? v > *state.best_metric : v < *state.best_metric);
-    if (better) {
-      state.best_metric = v;
-      state.best_model_checkpoint = (fs::path(options_.dir) / name).string();
-    }
-  }
-  write_folder(name, parts, state, rng);
-  std::string best = fs::path(state.best_model_checkpoint).filename().string();
-  if (!best.empty()) update_best_link(best);
-  rotate(best);
-  return (fs::path(options_.dir) / name).string();
-}
-
-void Checkpoints::write_folder(const std::string& name, const TrainingParts& parts, const TrainerState& state,
-                               const std::vector<at::Tensor>& rng) const {
-  fs::path dir = options_.dir, final_path = dir / name, tmp = dir / ("." + name + ".tmp");
+void write_checkpoint_folder(const std::string& dir_name, const std::string& name,
+                             const std::function<void(const fs::path& tmp)>& write_files,
+                             const std::string& state_json) {
+  fs::path dir = dir_name, final_path = dir / name, tmp = dir / ("." + name + ".tmp");
   std::error_code ec;
   try {
     fs::remove_all(tmp, ec);
     fs::create_directory(tmp, ec);
     if (ec) throw CheckpointError(tmp.string() + ": cannot create: " + ec.message());
-    try {
-      save_safetensors((tmp / "model.safetensors").string(), state_dict(parts.model));
-    } catch (const WeightsError& e) {
-      throw CheckpointError(e.what());
-    }
-    {
-      // LibTorch's own archive of the optimizer (torch::save(optimizer, ...)): its state per
-      // parameter in parameter order, and each group's options.
-      torch::serialize::OutputArchive archive;
-      parts.optimizer.save(archive);
-      std::ostringstream bytes;
-      archive.save_to(bytes);
-      write_durable(tmp / "optimizer.pt", bytes.str());
-    }
-    write_durable(tmp / "scheduler.json", parts.scheduler.state().dump(2) + "\n");
-    json scaler{{"enabled", parts.scaler.enabled()},
-                {"scale", parts.scaler.current_scale()},
-                {"growth_tracker", parts.scaler.growth_tracker()}};
-    write_durable(tmp / "scaler.json", scaler.dump(2) + "\n");
-    {
-      torch::serialize::OutputArchive archive;
-      bool cuda = int64_t(rng.size()) > acc_.world_size();
-      for (int64_t r = 0; r < acc_.world_size(); ++r) {
-        archive.write(rng_key("cpu", r), rng[std::size_t(cuda ? 2 * r : r)], /*is_buffer=*/true);
-        if (cuda) archive.write(rng_key("cuda", r), rng[std::size_t(2 * r + 1)], /*is_buffer=*/true);
-      }
-      std::ostringstream bytes;
-      archive.save_to(bytes);
-      write_durable(tmp / "rng.pt", bytes.str());
-    }
-    write_durable(tmp / kStateFile, state.to_json().dump(2) + "\n");  // last: marks the folder complete
+    write_files(tmp);
+    write_durable(tmp / kStateFile, state_json);  // last: marks the folder complete
     fsync_dir(tmp);
     fs::path old = dir / ("." + name + ".old.tmp");
     if (fs::exists(final_path)) fs::rename(final_path, old);  // saved again at the same step (a resumed run)
@@ -220,9 +110,9 @@ void Checkpoints::write_folder(const std::string& name, const TrainingParts& par
   }
 }
 
-void Checkpoints::update_best_link(const std::string& name) const {
+void update_best_link(const std::string& dir_name, const std::string& name) {
   // A symlink cannot be replaced in place: a new one under a temporary name, renamed over it.
-  fs::path dir = options_.dir, link = dir / "checkpoint-best", tmp = dir / ".checkpoint-best.tmp";
+  fs::path dir = dir_name, link = dir / "checkpoint-best", tmp = dir / ".checkpoint-best.tmp";
   std::error_code ec;
   if (fs::is_symlink(link) && fs::read_symlink(link, ec) == name) return;
   fs::remove(tmp, ec);
@@ -236,73 +126,15 @@ void Checkpoints::update_best_link(const std::string& name) const {
   }
 }
 
-void Checkpoints::rotate(const std::string& best) const {
-  if (!options_.keep_last) return;
-  auto all = complete_checkpoints(options_.dir);
+void rotate_checkpoints(const std::string& dir, std::size_t keep, const std::string& best, const std::string& kept) {
+  auto all = complete_checkpoints(dir);
   std::error_code ec;
-  fs::path resumed = kept_.empty() ? fs::path() : fs::weakly_canonical(kept_, ec);
-  std::size_t keep = std::size_t(*options_.keep_last);
+  fs::path resumed = kept.empty() ? fs::path() : fs::weakly_canonical(kept, ec);
   for (std::size_t i = 0; i + keep < all.size(); ++i) {
     if (fs::path(all[i]).filename() == best) continue;
     if (!resumed.empty() && fs::weakly_canonical(all[i], ec) == resumed) continue;
     remove_folder(all[i]);
   }
-}
-
-TrainerState load_checkpoint(const std::string& folder, const TrainingParts& parts, LoopSums& sums,
-                             const Accelerator& acc) {
-  fs::path f = folder;
-  TrainerState state = read_trainer_state(folder);
-  load_state_dict(parts.model, load_safetensors((f / "model.safetensors").string()), (f / "model.safetensors").string());
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from((f / "optimizer.pt").string(), acc.device());
-    parts.optimizer.load(archive);
-  } catch (const c10::Error& e) {
-    std::string what = e.what();
-    throw CheckpointError((f / "optimizer.pt").string() + ": does not fit this optimizer: " +
-                          what.substr(0, what.find('\n')));
-  }
-  try {
-    parts.scheduler.load_state(read_json(f / "scheduler.json"));
-  } catch (const std::invalid_argument& e) {
-    throw CheckpointError((f / "scheduler.json").string() + ": " + e.what());
-  } catch (const json::exception& e) {
-    throw CheckpointError((f / "scheduler.json").string() + ": " + e.what());
-  }
-  try {
-    json scaler = read_json(f / "scaler.json");
-    double scale = scaler.at("scale").get<double>();
-    int64_t growth_tracker = scaler.at("growth_tracker").get<int64_t>();
-    if (!(scale > 0) || !std::isfinite(scale) || growth_tracker < 0)
-      throw CheckpointError((f / "scaler.json").string() + ": expected a finite scale > 0 and a growth_tracker >= 0, got " +
-                            scaler.dump());
-    parts.scaler.load(scale, growth_tracker);
-  } catch (const json::exception& e) {
-    throw CheckpointError((f / "scaler.json").string() + ": " + e.what());
-  }
-
-  const int64_t rank = acc.rank();
-  torch::serialize::InputArchive archive;
-  archive.load_from((f / "rng.pt").string());
-  at::Tensor cpu;
-  if (archive.try_read(rng_key("cpu", rank), cpu, /*is_buffer=*/true)) {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(cpu);
-    at::Tensor cuda;
-    if (acc.device().is_cuda() && archive.try_read(rng_key("cuda", rank), cuda, /*is_buffer=*/true))
-    {
-      at::Generator cuda_gen = at::globalContext().defaultGenerator(acc.device());
-      cuda_gen.set_state(cuda);
-    }
-  }
-  if (state.world_size != acc.world_size())
-    spdlog::warn("{} was saved by {} process(es), this run has {}: data order and random numbers will differ "
-                 "from an uninterrupted run",
-                 folder, state.world_size, acc.world_size());
-  sums = rank < int64_t(state.ranks.size()) ? state.ranks[std::size_t(rank)] : LoopSums{};
-  return state;
 }
 
 }  // namespace trainrun

@@ -1,30 +1,19 @@
-// Checkpoints in Hugging Face Trainer's layout (SPEC §4): output.dir/checkpoint-<global_step>/
+// Checkpoint folders in Hugging Face Trainer's layout (SPEC §4): output.dir/checkpoint-<global_step>/
 // holding model.safetensors, optimizer.pt, scheduler.json, scaler.json, rng.pt and
 // trainer_state.json. A folder is written as .checkpoint-<step>.tmp, every file fsynced, then
 // renamed, so a checkpoint-<step> folder is always complete; trainer_state.json is written last
 // and is what marks a folder as resumable. checkpoint-best is a symlink to the best one.
+// This file knows folders only: what goes into one is runner/train/checkpoints.h.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-#include "runner/io/trainer_state.h"
-
-#include <nlohmann/json.hpp>
-
+#include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace torch::optim {
-class Optimizer;
-}
-
 namespace trainrun {
-
-class Accelerator;
-class Classifier;
-class LossScaler;
-class Scheduler;
 
 // The `output` section's checkpoint keys.
 struct CheckpointOptions {
@@ -39,62 +28,38 @@ struct CheckpointOptions {
   int64_t save_steps() const;  // 0 unless save_every is a number
 };
 
-// What a checkpoint restores besides the loop state.
-struct TrainingParts {
-  Classifier& model;
-  torch::optim::Optimizer& optimizer;
-  Scheduler& scheduler;
-  LossScaler& scaler;
-};
-
 // Checks output.resume before anything starts: a PATH that is not a complete checkpoint is a
 // bad input (RecipeError, exit 2).
 void check_resume_option(const CheckpointOptions& output);
+void check_resume_path(const std::string& path);
 
 // The checkpoint this process would resume from, before any world exists (the launcher's and
 // `check`'s view): output.resume's PATH, the newest complete checkpoint in output.dir for `auto`,
 // nothing for `never` or when there is none.
 std::optional<std::string> planned_resume_point(const CheckpointOptions& options);
 
-// The checkpoint output.resume names: the newest complete one in output.dir for `auto` (nullopt
-// when there is none; rank 0's choice, on every rank), PATH itself, nothing for `never`. Every
-// rank calls it.
-std::optional<std::string> resume_point(const CheckpointOptions& options, const Accelerator& acc);
-
-// Every rank: restores model, optimizer, scheduler, loss scaler and this rank's RNG state;
-// returns the loop state and sets `sums` to this rank's.
-TrainerState load_checkpoint(const std::string& folder, const TrainingParts& parts, LoopSums& sums,
-                             const Accelerator& acc);
-
-// Writes checkpoints into output.dir, keeps checkpoint-best and rotates old ones away.
-class Checkpoints {
- public:
-  // Rank 0 removes what a crash during a save left behind (.checkpoint-N.tmp).
-  Checkpoints(CheckpointOptions options, const Accelerator& acc);
-
-  // A folder never rotated away (the checkpoint this run resumed from).
-  void keep(const std::string& folder) { kept_ = folder; }
-
-  // Every rank calls it (RNG states and loop sums are gathered to rank 0); rank 0 writes
-  // checkpoint-<state.global_step>, updates best_metric / checkpoint-best from `metrics` (the
-  // evaluation since the last save, if any) and rotates old checkpoints. Returns the folder.
-  std::string save(const TrainingParts& parts, TrainerState& state, const LoopSums& sums,
-                   const std::optional<nlohmann::json>& metrics);
-
-  const CheckpointOptions& options() const { return options_; }
-
- private:
-  void write_folder(const std::string& name, const TrainingParts& parts, const TrainerState& state,
-                    const std::vector<at::Tensor>& rng) const;
-  void update_best_link(const std::string& name) const;
-  void rotate(const std::string& best) const;
-
-  CheckpointOptions options_;
-  const Accelerator& acc_;
-  std::string kept_;
-};
-
 // Complete checkpoint folders in `dir` (checkpoint-<N> with a trainer_state.json), oldest first.
 std::vector<std::string> complete_checkpoints(const std::string& dir);
+bool is_complete_checkpoint(const std::filesystem::path& folder);
+// N of a folder named checkpoint-N.
+std::optional<int64_t> checkpoint_step(const std::string& folder_name);
+
+// What a crash during a save left behind (.checkpoint-N.tmp) in `dir`: removed, with a warning.
+void remove_unfinished_checkpoints(const std::string& dir);
+
+// Writes dir/name: `write_files` fills a temporary folder, then `state_json` goes in as
+// trainer_state.json (last: it marks the folder complete), every file and the folder are fsynced
+// and the folder renamed into place (over an older one of the same name). On failure the
+// temporary folder is removed and a CheckpointError names the folder; older checkpoints stay.
+void write_checkpoint_folder(const std::string& dir, const std::string& name,
+                             const std::function<void(const std::filesystem::path& tmp)>& write_files,
+                             const std::string& state_json);
+
+// Points dir/checkpoint-best at `name` (replaced atomically).
+void update_best_link(const std::string& dir, const std::string& name);
+
+// Removes all but the newest `keep_last` complete checkpoints in `dir`, never `best` (a folder
+// name) nor `kept` (the folder a run resumed from).
+void rotate_checkpoints(const std::string& dir, std::size_t keep_last, const std::string& best, const std::string& kept);
 
 }  // namespace trainrun

@@ -2,7 +2,7 @@
 // safetensors, with exact key checking.
 #pragma once
 
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 
 #include <string>
 

@@ -1,6 +1,6 @@
 #include "runner/logging/run_log.h"
 
-#include "runner/io/durable_file.h"
+#include "support/durable_file.h"
 
 #include <filesystem>
 #include <stdexcept>

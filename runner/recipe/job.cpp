@@ -3,8 +3,8 @@
 
 #include "components/data/download.h"
 #include "runner/distributed/accelerator.h"
-#include "runner/io/download.h"
-#include "runner/io/hf_hub.h"
+#include "support/download.h"
+#include "support/hf_hub.h"
 #include "runner/io/weights.h"
 
 #include <torch/torch.h>

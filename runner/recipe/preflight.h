@@ -3,19 +3,10 @@
 // workers start, and in each worker before the run folder) call the same function.
 #pragma once
 
+#include "components/callbacks/trainer_state.h"
 #include "runner/recipe/job.h"
 
 namespace trainrun {
-
-// The run's length as the trainer counts it: DistributedSampler's padded shard per rank, its
-// batches, and k of them per optimizer step (the last group of an epoch may be partial).
-struct RunLength {
-  int64_t world_size = 1;
-  int64_t examples_per_rank = 0;
-  int64_t batches_per_epoch = 0;
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;
-};
 
 RunLength run_length(const Job& job, int64_t world_size);
 

@@ -8,7 +8,7 @@
 #include "components/optim/optim.h"
 #include "registry/plugin.h"
 #include "registry/registry.h"
-#include "runner/train/callback.h"
+#include "components/callbacks/callback.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "registry/schema.h"
+#include "support/errors.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,11 +12,6 @@
 #include <vector>
 
 namespace trainrun {
-
-// A mistake in the recipe or command line: exit code 2, nothing was started.
-struct RecipeError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 struct Recipe {
   std::string file;

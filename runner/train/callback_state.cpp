@@ -1,6 +1,6 @@
 #include "runner/train/callback_state.h"
 
-#include "runner/io/trainer_state.h"
+#include "components/callbacks/trainer_state.h"
 
 #include <spdlog/spdlog.h>
 

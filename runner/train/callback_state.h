@@ -3,7 +3,7 @@
 // resume, as transformers' Trainer does (_save_checkpoint / _load_callback_state).
 #pragma once
 
-#include "runner/train/callback.h"
+#include "components/callbacks/callback.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 // the same doubles in the same order as the host would, so the sums are the same to the bit.
 #pragma once
 
-#include "runner/io/trainer_state.h"
+#include "components/callbacks/trainer_state.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>

@@ -24,19 +24,20 @@ Optimization build_optimization(const Job& job, int64_t total_steps, int64_t ste
   return o;
 }
 
-double optimizer_step(Optimization& opt, LossScaler& scaler, const std::vector<at::Tensor>& trainable,
-                      double max_grad_norm, bool want_norm) {
-  scaler.unscale(trainable);  // clipping and grad_norm see true gradients
-  double grad_norm = 0;
-  if (max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
-  else if (want_norm) grad_norm = global_grad_norm(trainable);
+std::optional<double> prepare_optimizer_step(LossScaler& scaler, const std::vector<at::Tensor>& trainable,
+                                             double max_grad_norm, bool want_norm) {
+  scaler.unscale(trainable);  // clipping, grad_norm and callbacks see true gradients
+  if (max_grad_norm > 0) return torch::nn::utils::clip_grad_norm_(trainable, max_grad_norm);
+  if (want_norm) return global_grad_norm(trainable);
+  return std::nullopt;
+}
+
+void take_optimizer_step(Optimization& opt, LossScaler& scaler) {
   if (!scaler.step_skipped()) {
     opt.optimizer->step();
     opt.scheduler->step();
   }
   scaler.update();
-  opt.optimizer->zero_grad();
-  return grad_norm;
 }
 
 }  // namespace trainrun

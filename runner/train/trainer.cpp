@@ -1,11 +1,10 @@
 #include "runner/train/trainer.h"
 
-#include "runner/io/durable_file.h"
+#include "support/durable_file.h"
 #include "runner/io/weights.h"
 #include "runner/logging/logging.h"
 #include "runner/train/autocast.h"
 #include "runner/train/callback_state.h"
-#include "runner/train/callbacks/callbacks.h"
 #include "runner/train/loss_sums.h"
 
 #include <spdlog/spdlog.h>
@@ -112,7 +111,7 @@ LoaderOptions loader_options(const Job& job, bool train) {
   return o;
 }
 
-Trainer::Trainer(Job& job, const WorldInfo& world, std::vector<std::shared_ptr<Callback>> callbacks)
+TrainLoop::TrainLoop(Job& job, const WorldInfo& world, std::vector<std::shared_ptr<Callback>> callbacks)
     : job_(job), world_(world), callbacks_(std::move(callbacks)), scaler_(job.precision == "fp16") {
   at::set_num_threads(int(job.threads));
   acc_ = std::make_unique<Accelerator>(world, accelerator_options(job));
@@ -128,6 +127,7 @@ Trainer::Trainer(Job& job, const WorldInfo& world, std::vector<std::shared_ptr<C
     throw TrainingError("internal: the loader has " + std::to_string(train_loader_->batches_per_epoch()) +
                         " batches per epoch, the run length says " + std::to_string(length_.batches_per_epoch));
   opt_ = build_optimization(job, length_.total_steps, length_.steps_per_epoch);
+  checkpoints_ = std::make_unique<Checkpoints>(job.config.output, *acc_);
   // Dropout and other in-model randomness: the same seed on every rank, as a PyTorch script
   // that calls torch.manual_seed(seed) before training.
   torch::manual_seed(job.config.seed);
@@ -135,22 +135,26 @@ Trainer::Trainer(Job& job, const WorldInfo& world, std::vector<std::shared_ptr<C
   fire([&](Callback& c) { c.on_init_end(*this); });
 }
 
-Trainer::~Trainer() = default;
+TrainLoop::~TrainLoop() = default;
 
-Classifier& Trainer::model() { return ddp_->module(); }
+int64_t TrainLoop::rank() const { return acc_->rank(); }
 
-TrainingParts Trainer::parts() { return TrainingParts{ddp_->module(), *opt_.optimizer, *opt_.scheduler, scaler_}; }
+int64_t TrainLoop::world_size() const { return acc_->world_size(); }
 
-const LoopSums& Trainer::loop_sums() { return device_sums_->read(); }
+Classifier& TrainLoop::model() { return ddp_->module(); }
 
-at::Tensor Trainer::take_nonfinite_loss() { return device_sums_->take_nonfinite(); }
+TrainingParts TrainLoop::parts() { return TrainingParts{ddp_->module(), *opt_.optimizer, *opt_.scheduler, scaler_}; }
 
-void Trainer::refresh_trainable() {
+const LoopSums& TrainLoop::loop_sums() { return device_sums_->read(); }
+
+at::Tensor TrainLoop::take_nonfinite_loss() { return device_sums_->take_nonfinite(); }
+
+void TrainLoop::refresh_trainable() {
   trainable_.clear();
   for (auto& [_, p] : job_.trainable()) trainable_.push_back(p);
 }
 
-void Trainer::add_trainable(const NamedParameters& params) {
+void TrainLoop::add_trainable(const NamedParameters& params) {
   add_param_groups(job_, *opt_.optimizer, params);
   opt_.scheduler->set_steps_done(opt_.scheduler->steps_done());  // the new groups' lr for this step
   refresh_trainable();
@@ -160,12 +164,14 @@ void Trainer::add_trainable(const NamedParameters& params) {
 
 // Rank 0's choice of checkpoint for every rank (resuming across nodes needs output.dir on a
 // shared file system, as the Trainer's does).
-void Trainer::resume() {
+void TrainLoop::resume() {
   resumed_from_ = resume_point(job_.config.output, *acc_);
   if (resumed_from_) {
     const TrainerState saved = read_trainer_state(*resumed_from_);
     fire([&](Callback& c) { c.on_resume(*this, saved); });
     state_ = load_checkpoint(*resumed_from_, parts(), sums_, *acc_);
+    checkpoints_->keep(*resumed_from_);  // never rotated away
+    checkpoint_step_ = state_.global_step;  // saved already
     ended_early_ = restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
                                               (std::filesystem::path(*resumed_from_) / kStateFile).string());
     control_.should_training_stop = ended_early_;
@@ -180,7 +186,26 @@ void Trainer::resume() {
   state_.train_batch_size = job_.config.data.batch_size;
 }
 
-EvalResult Trainer::train() {
+// Callbacks hear of a failure (not of a stop a signal asked for: that one ended with on_train_end)
+// before it goes on to the command line.
+EvalResult TrainLoop::train() {
+  try {
+    return run_loop();
+  } catch (const TrainingInterrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    for (auto& c : callbacks_) {
+      try {
+        c->on_exception(*this, e);
+      } catch (const std::exception& inner) {
+        spdlog::warn("a callback's on_exception failed: {}", inner.what());
+      }
+    }
+    throw;
+  }
+}
+
+EvalResult TrainLoop::run_loop() {
   resume();
   log_banner(job_, world_, *acc_, length_);
   int64_t first_epoch = state_.epoch_index, skip = state_.batches_in_epoch;
@@ -203,12 +228,12 @@ EvalResult Trainer::train() {
   return finish();
 }
 
-void Trainer::set_train_mode() {
+void TrainLoop::set_train_mode() {
   ddp_->module().train();
   if (job_.config.train.bn_eval) freeze_batchnorm_statistics(ddp_->module());
 }
 
-void Trainer::run_epoch(int64_t epoch, int64_t skip) {
+void TrainLoop::run_epoch(int64_t epoch, int64_t skip) {
   state_.epoch_index = epoch;
   state_.batches_in_epoch = skip;
   fire([&](Callback& c) { c.on_epoch_begin(*this, control_); });
@@ -227,56 +252,64 @@ void Trainer::run_epoch(int64_t epoch, int64_t skip) {
   end_epoch();
 }
 
-bool Trainer::forward_backward(const Batch& batch) {
+bool TrainLoop::forward_backward(const Batch& batch) {
   const int64_t accum = job_.config.train.grad_accum_steps;
   const int64_t micro = ++state_.batches_in_epoch;
+  if ((micro - 1) % accum == 0) fire([&](Callback& c) { c.on_step_begin(*this, control_); });
   // Accumulation micro-steps skip DDP's gradient sync (no_sync); the last batch of an epoch
   // closes a partial group, as the Trainer does.
   const bool closes_step = micro % accum == 0 || micro == length_.batches_per_epoch;
   ddp_->set_gradient_sync(closes_step);
-  at::Tensor x = batch.inputs.to(acc_->device()), y = batch.targets.to(acc_->device());
-  if (job_.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-  at::Tensor out;
+  TrainBatch b{batch.inputs.to(acc_->device()), batch.targets.to(acc_->device()), micro - 1};
+  fire([&](Callback& c) { c.on_train_batch_begin(*this, b); });
+  at::Tensor x = job_.channels_last ? b.inputs.contiguous(at::MemoryFormat::ChannelsLast) : b.inputs;
+  StepOutput out;
   {
     Autocast autocast(job_.precision, acc_->device());
-    out = ddp_->forward(x);
+    out.outputs = ddp_->forward(x);
   }
-  at::Tensor loss = (*job_.loss)(out.to(at::kFloat), y, ddp_->module().outputs_log_probs());
-  acc_->backward(scaler_.scale(accum > 1 ? loss / double(accum) : loss));  // mean over the k micro-batches
-  window_.examples += y.size(0), session_examples_ += y.size(0);
-  device_sums_->add(loss, /*stop_on_nonfinite=*/!scaler_.enabled());
+  out.outputs = out.outputs.to(at::kFloat);
+  out.loss = (*job_.loss)(out.outputs, b.targets, ddp_->module().outputs_log_probs());
+  fire([&](Callback& c) { c.on_before_backward(*this, b, out); });
+  acc_->backward(scaler_.scale(accum > 1 ? out.loss / double(accum) : out.loss));  // mean over the k micro-batches
+  fire([&](Callback& c) { c.on_after_backward(*this, b); });
+  window_.examples += b.targets.size(0), session_examples_ += b.targets.size(0);
+  device_sums_->add(out.loss, /*stop_on_nonfinite=*/!scaler_.enabled());
   return closes_step;
 }
 
 // The optimizer step and what callbacks ask after it. The step that ends an epoch is saved (and
 // stopped at) after the epoch's evaluation.
-void Trainer::step(bool ends_epoch) {
+void TrainLoop::step(bool ends_epoch) {
+  grad_norm_ = prepare_optimizer_step(scaler_, trainable_, job_.config.train.max_grad_norm, control_.should_log);
   fire([&](Callback& c) { c.on_pre_optimizer_step(*this, control_); });
-  double grad_norm = optimizer_step(opt_, scaler_, trainable_, job_.config.train.max_grad_norm, control_.should_log);
+  take_optimizer_step(opt_, scaler_);
+  fire([&](Callback& c) { c.on_optimizer_step(*this, control_); });
+  opt_.optimizer->zero_grad();
   ++state_.global_step, ++window_.steps;
   fire([&](Callback& c) { c.on_step_end(*this, control_); });
-  if (control_.should_log) log_training(grad_norm);
+  if (control_.should_log) log_training();
   if (control_.should_evaluate) evaluate_now();
   if (ends_epoch) return;
   if (control_.should_save) save_now();
   if (control_.should_training_stop && control_.stop_exit_code) stop_now();
 }
 
-void Trainer::end_epoch() {
+void TrainLoop::end_epoch() {
   fire([&](Callback& c) { c.on_epoch_end(*this, control_); });
   if (control_.should_evaluate) evaluate_now();
   if (control_.should_save) save_now();
   if (control_.should_training_stop && control_.stop_exit_code) stop_now();
 }
 
-void Trainer::log(const nlohmann::ordered_json& line) {
+void TrainLoop::log(const nlohmann::ordered_json& line) {
   state_.log_history.push_back(line);
   fire([&](Callback& c) { c.on_log(*this, line); });
 }
 
 // The training log line, then a new window. Loss, throughput and data wait are combined over
 // ranks as the Trainer logs them: a collective, every rank calls it.
-void Trainer::log_training(double grad_norm) {
+void TrainLoop::log_training() {
   control_.should_log = false;
   const LoopSums& sums = device_sums_->read();
   double seconds = seconds_since(window_.start);
@@ -285,7 +318,7 @@ void Trainer::log_training(double grad_norm) {
   auto v = t.accessor<double, 1>();
   const double world = double(acc_->world_size());
   log({{"loss", v[0] / world},
-       {"grad_norm", grad_norm},
+       {"grad_norm", grad_norm_.value_or(0.0)},
        {"learning_rate", current_lr(*opt_.optimizer)},
        {"epoch", epoch_progress()},
        {"step", state_.global_step},
@@ -297,24 +330,41 @@ void Trainer::log_training(double grad_norm) {
   window_ = LogWindow();
 }
 
-void Trainer::evaluate_now() {
+void TrainLoop::evaluate_now() {
   control_.should_evaluate = false;
+  fire([&](Callback& c) { c.on_evaluate_begin(*this, control_); });
   last_eval_ = evaluate(ddp_->module(), *eval_loader_, *job_.loss, job_, *acc_);
   nlohmann::ordered_json line = eval_line(last_eval_, job_.config.train.metrics, state_.global_step, epoch_progress());
+  unsaved_eval_ = line;
   log(line);
   fire([&](Callback& c) { c.on_evaluate(*this, control_, last_eval_, line); });
   set_train_mode();
 }
 
-void Trainer::save_now() {
+// A checkpoint of this step (unless output.save_every is never or this step has one), then
+// on_save as the Trainer fires it: whenever a save was asked for.
+void TrainLoop::save_now() {
   state_.stateful_callbacks = stateful_callbacks(callbacks_, control_);
   control_.should_save = false;
+  if (job_.config.output.enabled() && checkpoint_step_ != state_.global_step) write_checkpoint();
   fire([&](Callback& c) { c.on_save(*this, control_); });
+}
+
+// Every rank takes part (the gather of RNG states and loss sums); rank 0 writes.
+void TrainLoop::write_checkpoint() {
+  auto began = Clock::now();
+  state_.epoch = double(state_.epoch_index) + double(state_.batches_in_epoch) / double(length_.batches_per_epoch);
+  CheckpointFiles files;
+  fire([&](Callback& c) { c.on_save_checkpoint(*this, files); });
+  std::string folder = checkpoints_->save(parts(), state_, loop_sums(), unsaved_eval_, files.files());
+  unsaved_eval_.reset();
+  checkpoint_step_ = state_.global_step;
+  if (is_main_process()) spdlog::info("Saving model checkpoint to {} ({:.2f} s)", folder, seconds_since(began));
 }
 
 // Every rank exits only once rank 0 has written the checkpoint: launchers that end a job at its
 // first non-zero exit (mpirun, torchrun, srun --kill-on-bad-exit) would cut the save.
-void Trainer::stop_now() {
+void TrainLoop::stop_now() {
   acc_->wait_for_everyone();
   fire([&](Callback& c) { c.on_train_end(*this, control_); });
   const int64_t step = state_.global_step;
@@ -325,7 +375,7 @@ void Trainer::stop_now() {
 
 // The summary (the mean loss over every micro-batch of the run, resumed ones too, then over
 // ranks) and model.safetensors.
-EvalResult Trainer::finish() {
+EvalResult TrainLoop::finish() {
   double runtime = seconds_since(start_);
   double samples = acc_->reduce_sum(at::scalar_tensor(double(session_examples_), at::kDouble)).item<double>();
   device_sums_->read();
@@ -343,11 +393,6 @@ EvalResult Trainer::finish() {
        {"step", state_.global_step}});
   spdlog::info("Saved {}", weights);
   return last_eval_;
-}
-
-EvalResult train(Job& job, const WorldInfo& world) {
-  Trainer trainer(job, world, all_callbacks(job));
-  return trainer.train();
 }
 
 }  // namespace trainrun

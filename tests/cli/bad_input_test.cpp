@@ -6,7 +6,7 @@
 #include "components/data/image.h"
 #include "components/models/model.h"
 #include "registry/registry.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "runner/io/weights.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 // End to end: the trainrun binary on a Fashion-MNIST subset, its run folder, and the weights it
 // writes read back by PyTorch itself.
 #include "runner/recipe/job.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "test_util.h"
 
 #include <torch/torch.h>

@@ -5,9 +5,9 @@
 // second run downloads nothing.
 #include "components/data/image.h"
 #include "components/models/model.h"
-#include "io/hub_server.h"
+#include "support/hub_server.h"
 #include "registry/registry.h"
-#include "runner/io/download.h"
+#include "support/download.h"
 #include "runner/io/weights.h"
 #include "test_util.h"
 

@@ -5,7 +5,7 @@
 // The fixtures are small fakes written here, so their checksums come in TRAINRUN_DATASETS_MD5.
 #include "components/data/dataset.h"
 #include "components/data/image.h"
-#include "runner/io/archive.h"
+#include "support/archive.h"
 #include "components/make_dataset.h"
 #include "test_util.h"
 

@@ -4,7 +4,7 @@
 #include "components/optim/optim.h"
 #include "runner/recipe/job.h"
 #include "runner/recipe/recipe.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 // Real processes over gloo on 127.0.0.1 with ports chosen free at run time.
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 
 #include "test_util.h"
 

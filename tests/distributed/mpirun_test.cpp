@@ -1,7 +1,7 @@
 // trainrun as the worker of the real Open MPI mpirun (no OMPI_* variables set by hand): mpirun
 // starts the processes, trainrun reads OMPI_COMM_WORLD_* and talks gloo over 127.0.0.1.
 #include "launcher_util.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // srun and sbatch; no SLURM_* variable is set by hand (SLURM_CONF only tells the client commands
 // where this cluster's slurm.conf is).
 #include "launcher_util.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // trainrun as a `--no_python` worker of Debian's real torchrun (python3 -m torch.distributed.run,
 // torch 1.13), in each rendezvous mode. tests/py/torchrun.py runs torchrun with only its Python
 // 3.11 crash fixed (see the file); everything else is torchrun's own code.
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 
 #include "test_util.h"
 

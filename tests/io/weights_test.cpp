@@ -1,6 +1,6 @@
 // safetensors read/write and state_dict loading, against Python's reading of the same bytes.
 #include "components/models/model.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "runner/io/weights.h"
 
 #include "test_util.h"

@@ -1,6 +1,6 @@
 // Gradient accumulation and clipping, end to end through the trainrun binary.
 #include "runner/recipe/job.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 
 #include "test_util.h"
 

@@ -61,7 +61,7 @@ class Callbacks : public ::testing::Test {
   std::vector<std::string> run(Job& j, const std::shared_ptr<Recorder>& recorder) {
     auto callbacks = all_callbacks(j);
     callbacks.push_back(recorder);
-    Trainer trainer(j, WorldInfo{}, callbacks);
+    TrainLoop trainer(j, WorldInfo{}, callbacks);
     trainer.train();
     return recorder->events;
   }

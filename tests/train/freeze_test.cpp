@@ -1,6 +1,6 @@
 // Freeze rules over time: freeze[].from_epoch and train.unfreeze_at_epoch (gradual unfreezing).
 #include "runner/recipe/job.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "test_util.h"
 
 #include <torch/torch.h>

@@ -2,7 +2,7 @@
 // same results within float rounding, saves weights PyTorch reads as usual, and is what `auto`
 // picks for a resnet (not for BasicNet); the banner says so.
 #include "components/data/image.h"
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 #include "runner/recipe/onednn_check.h"
 #include "test_util.h"
 

@@ -1,6 +1,7 @@
 #include "runner/train/callbacks/callbacks.h"
 
 #include "runner/recipe/job.h"
+#include "runner/train/trainer.h"
 
 namespace trainrun {
 
@@ -11,6 +12,11 @@ std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job) {
       unfreeze_callback(),       checkpoint_callback(job.config.output)};
   for (const auto& c : job.config.callbacks) out.push_back(Registry<Callback>::instance().get(c.name).make(c.config));
   return out;
+}
+
+EvalResult train(Job& job, const WorldInfo& world) {
+  TrainLoop loop(job, world, all_callbacks(job));
+  return loop.train();
 }
 
 }  // namespace trainrun

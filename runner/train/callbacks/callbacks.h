@@ -2,7 +2,7 @@
 // with: these in this order, then the recipe's `callbacks:` from the registry.
 #pragma once
 
-#include "runner/train/callback.h"
+#include "components/callbacks/callback.h"
 
 #include <memory>
 #include <vector>
@@ -10,6 +10,7 @@
 namespace trainrun {
 
 struct Job;
+struct WorldInfo;
 struct TrainConfig;
 struct CheckpointOptions;
 
@@ -28,5 +29,9 @@ std::shared_ptr<Callback> checkpoint_callback(const CheckpointOptions& output);
 
 // The built-in ones above, then the recipe's (registered callbacks, e.g. early_stopping).
 std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job);
+
+// Trains as the recipe says, as one rank of `world`, with all_callbacks(job); rank 0 writes the
+// run folder. Returns the last evaluation.
+EvalResult train(Job& job, const WorldInfo& world);
 
 }  // namespace trainrun

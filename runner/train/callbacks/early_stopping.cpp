@@ -5,7 +5,6 @@
 // saved with every checkpoint as transformers' EarlyStoppingCallback saves it, so a resumed run
 // stops where the uninterrupted one does.
 #include "runner/train/callbacks/callbacks.h"
-#include "runner/train/trainer.h"
 
 #include <spdlog/spdlog.h>
 

@@ -3,7 +3,6 @@
 // that ends evaluated unless eval_every is never.
 #include "runner/recipe/run_config.h"
 #include "runner/train/callbacks/callbacks.h"
-#include "runner/train/trainer.h"
 
 namespace trainrun {
 
@@ -18,7 +17,7 @@ class Flow : public Callback {
     for (auto& l : t.state().log_history)
       if (l.contains("eval_loss") && l.value("step", int64_t(-1)) == step) evaluated_step_ = step;
   }
-  void on_pre_optimizer_step(Trainer& t, TrainerControl& control) override {
+  void on_step_begin(Trainer& t, TrainerControl& control) override {
     control.should_log = (t.state().global_step + 1) % train_.log_every_steps == 0;  // grad_norm is measured then
   }
   void on_step_end(Trainer& t, TrainerControl& control) override {

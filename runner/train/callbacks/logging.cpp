@@ -1,10 +1,9 @@
 // The run's logs as callbacks: the progress bar (rank 0), the console's Trainer-style dicts and
 // metrics.jsonl + TensorBoard (rank 0), all from the lines the trainer logs.
 #include "runner/logging/logging.h"
-#include "runner/logging/progress.h"
+#include "support/progress.h"
 #include "runner/logging/run_log.h"
 #include "runner/train/callbacks/callbacks.h"
-#include "runner/train/trainer.h"
 
 #include <spdlog/spdlog.h>
 
@@ -22,7 +21,7 @@ class ProgressBar : public Callback {
   }
   void on_step_end(Trainer& t, TrainerControl&) override { bar_->update(t.state().global_step); }
   void on_log(Trainer&, const nlohmann::ordered_json&) override { clear(); }
-  void on_save(Trainer&, TrainerControl&) override { clear(); }
+  void on_save_checkpoint(Trainer&, CheckpointFiles&) override { clear(); }  // before "Saving model checkpoint"
   void on_train_end(Trainer&, TrainerControl&) override {
     if (bar_) bar_->close();
   }

@@ -2,9 +2,9 @@
 // last step (the step is not taken; every rank stops, naming it) and a stop signal on any rank
 // (every rank stops after this same step, with a checkpoint). One small allreduce per step.
 #include "runner/distributed/stop_signal.h"
-#include "runner/io/trainer_state.h"
+#include "components/callbacks/trainer_state.h"
 #include "runner/train/callbacks/callbacks.h"
-#include "runner/train/trainer.h"
+#include "runner/distributed/accelerator.h"
 
 #include <ATen/ATen.h>
 

@@ -3,7 +3,7 @@
 // the groups of the epochs it already passed before the optimizer's state loads.
 #include "runner/logging/logging.h"
 #include "runner/train/callbacks/callbacks.h"
-#include "runner/train/trainer.h"
+#include "runner/recipe/job.h"
 
 #include <spdlog/spdlog.h>
 

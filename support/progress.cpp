@@ -1,4 +1,4 @@
-#include "runner/logging/progress.h"
+#include "support/progress.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

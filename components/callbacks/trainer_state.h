@@ -21,6 +21,16 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The run's length as the trainer counts it: DistributedSampler's padded shard per rank, its
+// batches, and k of them per optimizer step (the last group of an epoch may be partial).
+struct RunLength {
+  int64_t world_size = 1;
+  int64_t examples_per_rank = 0;
+  int64_t batches_per_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+};
+
 // Per-rank sums the loop carries between log lines and to the end-of-training summary.
 struct LoopSums {
   double loss_since_log = 0;

@@ -1,4 +1,4 @@
-#include "runner/io/hf_hub.h"
+#include "support/hf_hub.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "runner/io/download.h"
+#include "support/download.h"
 
 // Mirrors huggingface_hub/file_download.py (hf_hub_download, _hf_hub_download_to_cache_dir,
 // get_hf_file_metadata, _create_symlink, _cache_commit_hash_for_specific_revision) and

@@ -1,6 +1,6 @@
-#include "runner/io/safetensors.h"
+#include "support/safetensors.h"
 
-#include "runner/io/durable_file.h"
+#include "support/durable_file.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "runner/io/trainer_state.h"
+#include "components/callbacks/trainer_state.h"
 
 #include <filesystem>
 #include <fstream>

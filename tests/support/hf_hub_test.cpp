@@ -1,9 +1,9 @@
 // hf_hub_download(): huggingface_hub's cache layout, read and written, against a Hub stand-in
 // (tests/py/hub_server.py) on loopback, and against a cache laid out by hand with no server.
-#include "runner/io/hf_hub.h"
+#include "support/hf_hub.h"
 
-#include "io/hub_server.h"
-#include "runner/io/download.h"
+#include "support/hub_server.h"
+#include "support/download.h"
 
 #include <curl/curl.h>
 
@@ -103,7 +103,7 @@ TEST_F(HfHub, CachedFileNeedsNoDownload) {
 TEST_F(HfHub, OfflineWithoutTheFileIsOneClearLine) {
   serve();
   env.set("HF_HUB_OFFLINE", "true");
-  std::string err = error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/tiny")); });
+  std::string err = test::error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/tiny")); });
   EXPECT_EQ(err, "hf-hub:timm/tiny@main: model.safetensors is not in the cache (" + (dir / "hub") +
                      ") and HF_HUB_OFFLINE is set");
   EXPECT_TRUE(server->requests().empty());
@@ -140,23 +140,23 @@ TEST_F(HfHub, RenamedRepoFollowsTheRelativeRedirect) {
 TEST_F(HfHub, NotFound) {
   serve();
   std::string url = server->url("/timm/nothing/resolve/main/model.safetensors");
-  std::string err = error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/nothing")); });
+  std::string err = test::error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/nothing")); });
   EXPECT_EQ(err.rfind("hf-hub:timm/nothing@main: model.safetensors: repository or file not found: " + url, 0), 0u) << err;
 
   url = server->url("/timm/tiny/resolve/main/weights.bin");
-  err = error_of<DownloadError>([&] { hf_hub_download({"timm/tiny", "weights.bin", "main"}); });
+  err = test::error_of<DownloadError>([&] { hf_hub_download({"timm/tiny", "weights.bin", "main"}); });
   EXPECT_EQ(err, "hf-hub:timm/tiny@main: weights.bin: repository or file not found: " + url);
   EXPECT_TRUE(fs::exists(repo() / ".no_exist" / kMain / "weights.bin"));  // as huggingface_hub remembers it
 }
 
 TEST_F(HfHub, GatedNeedsAToken) {
   serve();
-  std::string err = error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/gated")); });
+  std::string err = test::error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/gated")); });
   EXPECT_NE(err.find("gated or private (HTTP 401): set HF_TOKEN"), std::string::npos) << err;
   EXPECT_EQ(err.find('\n'), std::string::npos);
 
   env.set("HF_TOKEN", "hf_wrong");
-  err = error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/gated")); });
+  err = test::error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/gated")); });
   EXPECT_NE(err.find("gated or private (HTTP 403): the token (HF_TOKEN) has no access"), std::string::npos) << err;
 
   env.set("HF_TOKEN", "hf_secret");
@@ -210,7 +210,7 @@ TEST_F(HfHubPythonCache, ReadOffline) {
 
 TEST_F(HfHubPythonCache, ReadWhenTheHubIsUnreachable) {
   EXPECT_EQ(read_file(hf_hub_download(file("hf-hub:timm/tiny"))), kWeights);
-  std::string err = error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/tiny@v1.0")); });
+  std::string err = test::error_of<DownloadError>([&] { hf_hub_download(file("hf-hub:timm/tiny@v1.0")); });
   std::string url = endpoint + "/timm/tiny/resolve/v1.0/model.safetensors";
   EXPECT_EQ(err.rfind("hf-hub:timm/tiny@v1.0: model.safetensors: cannot reach " + url + ": " + curl_easy_strerror(CURLE_COULDNT_CONNECT), 0), 0u)
       << err;

@@ -1,7 +1,7 @@
 // download(): a real HTTP server on loopback (tests/py/hub_server.py) serving /files/<name>.
-#include "runner/io/download.h"
+#include "support/download.h"
 
-#include "io/hub_server.h"
+#include "support/hub_server.h"
 
 #include <curl/curl.h>
 
@@ -69,7 +69,7 @@ TEST_F(Download, ChecksumMismatchLeavesNothing) {
   serve();
   DownloadRequest r = request();
   r.sha256 = std::string(64, '0');
-  std::string err = error_of<DownloadError>([&] { download(r); });
+  std::string err = test::error_of<DownloadError>([&] { download(r); });
   EXPECT_NE(err.find("data.bin: cannot download " + r.url + ": sha256 checksum mismatch: expected " +
                      std::string(64, '0') + ", got " + sha256 + "; the partial file was removed"),
             std::string::npos)
@@ -108,7 +108,7 @@ TEST_F(Download, HttpErrorNamesTheStatusAndLeavesNothing) {
   serve();
   DownloadRequest r = request();
   r.url = server->url("/files/missing.bin");
-  std::string err = error_of<DownloadError>([&] { download(r); });
+  std::string err = test::error_of<DownloadError>([&] { download(r); });
   EXPECT_EQ(err, "data.bin: cannot download " + r.url + ": HTTP 404 Not Found; " + r.offline_hint);
   EXPECT_FALSE(fs::exists(r.destination));
   EXPECT_FALSE(fs::exists(incomplete()));
@@ -120,7 +120,7 @@ TEST_F(Download, ConnectionRefusedIsOneLineNamingTheUrl) {
   r.destination = dir.path() / "out/data.bin";
   r.what = "data.bin";
   r.offline_hint = "or put the file at " + r.destination.string();
-  std::string err = error_of<DownloadError>([&] { download(r); });
+  std::string err = test::error_of<DownloadError>([&] { download(r); });
   EXPECT_EQ(err.rfind("data.bin: cannot download " + r.url + ": " + curl_easy_strerror(CURLE_COULDNT_CONNECT), 0), 0u) << err;
   EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   EXPECT_NE(err.find("; or put the file at "), std::string::npos) << err;

@@ -1,5 +1,5 @@
-// runner/io/durable_file.h: whole files or none, and errors that name the file and the reason.
-#include "runner/io/durable_file.h"
+// support/durable_file.h: whole files or none, and errors that name the file and the reason.
+#include "support/durable_file.h"
 #include "test_util.h"
 
 #include <filesystem>

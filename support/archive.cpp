@@ -1,6 +1,6 @@
-#include "runner/io/archive.h"
+#include "support/archive.h"
 
-#include "runner/io/durable_file.h"
+#include "support/durable_file.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -1,6 +1,6 @@
-#include "runner/io/download.h"
+#include "support/download.h"
 
-#include "runner/logging/progress.h"
+#include "support/progress.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "runner/io/durable_file.h"
+#include "support/durable_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

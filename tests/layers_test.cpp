@@ -1,0 +1,145 @@
+// The layers of the source tree (README "Layout"), checked by reading every #include: a folder
+// includes only its own files and those of folders below it, so nothing below knows what is above
+// (components/ and registry/ nothing of runner/, runner's folders no cycle). A test rather than
+// one library per layer: per-layer shared libraries would add their load to every start (the
+// first step is mostly loading, bench/README.md), and static libraries sharing one include root
+// would not stop an upward #include from compiling.
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace trainrun {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Bottom to top. Folders of one rank (the components) include none of each other.
+const std::vector<std::vector<std::string>> kLayers = {
+    {"support"},                  // files, downloads, archives, the Hub, safetensors, progress, errors
+    {"registry"},                 // registries, schemas, plugins
+    {"components/data", "components/models", "components/optim", "components/callbacks"},
+    {"runner/logging"},
+    {"runner/io"},
+    {"runner/distributed"},
+    {"runner/recipe"},
+    {"runner/train"},
+    {"runner/train/callbacks"},
+    {"runner/cli"},
+};
+
+// Code outside trainrun's library that must stay on its public headers: a plugin or a program
+// built against an installed trainrun (issue 30) sees support/, registry/ and components/ only.
+const std::map<std::string, std::vector<std::string>> kPublicOnly = {
+    {"examples/custom_callback", {"support", "registry", "components"}},
+};
+
+std::map<std::string, int> layer_ranks() {
+  std::map<std::string, int> rank;
+  for (std::size_t i = 0; i < kLayers.size(); ++i)
+    for (auto& folder : kLayers[i]) rank[folder] = int(i);
+  return rank;
+}
+
+struct Include {
+  std::string file;  // relative to the source tree
+  int line;
+  std::string target;  // as written: "runner/io/checkpoint.h"
+};
+
+std::vector<Include> includes_under(const std::string& folder) {
+  static const std::regex pattern(R"re(^\s*#\s*include\s*"([^"]+)")re");
+  std::vector<Include> out;
+  const fs::path root = test::source("");
+  for (auto& entry : fs::recursive_directory_iterator(root / folder)) {
+    const auto ext = entry.path().extension();
+    if (!entry.is_regular_file() || (ext != ".h" && ext != ".cpp")) continue;
+    std::ifstream in(entry.path());
+    std::string text;
+    for (int n = 1; std::getline(in, text); ++n) {
+      std::smatch m;
+      if (std::regex_search(text, m, pattern))
+        out.push_back({fs::relative(entry.path(), root).string(), n, m[1].str()});
+    }
+  }
+  return out;
+}
+
+std::string folder_of(const std::string& path) { return fs::path(path).parent_path().string(); }
+
+// Every wrong edge of the tree, one line each ("file:line includes target: why").
+std::vector<std::string> layer_violations() {
+  const auto rank = layer_ranks();
+  std::vector<std::string> bad;
+  for (const char* top : {"support", "registry", "components", "runner"}) {
+    for (const auto& inc : includes_under(top)) {
+      const std::string from = folder_of(inc.file), to = folder_of(inc.target);
+      const std::string where = inc.file + ":" + std::to_string(inc.line) + " includes " + inc.target + ": ";
+      if (!rank.count(from)) {
+        bad.push_back(where + "its folder " + from + " is in no layer (tests/layers_test.cpp kLayers)");
+        continue;
+      }
+      if (to == from) continue;
+      if (!rank.count(to)) {
+        if (!fs::exists(test::source(inc.target))) continue;  // a header of a library, or one generated
+        bad.push_back(where + to + " is in no layer");
+      } else if (rank.at(to) >= rank.at(from)) {
+        bad.push_back(where + to + (rank.at(to) == rank.at(from) ? " is in the same layer" : " is above " + from));
+      }
+    }
+  }
+  return bad;
+}
+
+TEST(Layers, NoFolderIncludesOneAboveIt) {
+  const auto bad = layer_violations();
+  std::string all;
+  for (auto& b : bad) all += b + "\n";
+  EXPECT_TRUE(bad.empty()) << all;
+}
+
+TEST(Layers, EveryLibraryFolderIsInALayer) {
+  const auto rank = layer_ranks();
+  for (const char* top : {"support", "registry", "components", "runner"}) {
+    std::set<std::string> folders = {top};
+    for (auto& e : fs::recursive_directory_iterator(test::source(top)))
+      if (e.is_directory()) folders.insert(fs::relative(e.path(), test::source("")).string());
+    for (auto& f : folders)
+      if (f != "components" && f != "runner") EXPECT_TRUE(rank.count(f)) << f << " is in no layer";
+  }
+}
+
+// The check itself: an upward include written into a copy of the rules is caught, and so is a
+// sideways one between components.
+TEST(Layers, TheCheckCatchesAnUpwardInclude) {
+  const auto rank = layer_ranks();
+  auto allowed = [&](const std::string& from, const std::string& to) {
+    return from == to || rank.at(to) < rank.at(from);
+  };
+  EXPECT_FALSE(allowed("components/data", "runner/io"));
+  EXPECT_FALSE(allowed("runner/io", "runner/train"));
+  EXPECT_FALSE(allowed("runner/train", "runner/train/callbacks"));
+  EXPECT_FALSE(allowed("components/data", "components/models"));
+  EXPECT_FALSE(allowed("registry", "components/data"));
+  EXPECT_TRUE(allowed("runner/train/callbacks", "runner/train"));
+  EXPECT_TRUE(allowed("components/data", "support"));
+}
+
+TEST(Layers, ExamplesUseThePublicHeadersOnly) {
+  for (const auto& [folder, allowed] : kPublicOnly) {
+    for (const auto& inc : includes_under(folder)) {
+      const std::string top = inc.target.substr(0, inc.target.find('/'));
+      if (!fs::exists(test::source(inc.target))) continue;
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), top), allowed.end())
+          << inc.file << ":" << inc.line << " includes " << inc.target << ": not a public header";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainrun
