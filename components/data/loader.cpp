@@ -132,7 +132,8 @@ at::Tensor DataLoader::slot(const at::Tensor& inputs, std::size_t k) {
   return inputs.defined() ? inputs.select(0, int64_t(k)) : at::Tensor();
 }
 
-Batch DataLoader::collate(const std::vector<Loaded>& examples, const at::Tensor& inputs) const {
+Batch DataLoader::collate(const std::vector<Loaded>& examples, const at::Tensor& inputs, int64_t batch_index,
+                          int64_t epoch) const {
   bool in_place = inputs.defined();
   for (std::size_t k = 0; k < examples.size() && in_place; ++k)
     in_place = examples[k].input.defined() && examples[k].input.data_ptr() == slot(inputs, k).data_ptr();
@@ -145,7 +146,12 @@ Batch DataLoader::collate(const std::vector<Loaded>& examples, const at::Tensor&
     labels.push_back(e.label);
   }
   if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + examples.back().error);
-  return {in_place ? inputs : at::stack(images), at::tensor(labels, at::kLong)};
+  Batch batch{in_place ? inputs : at::stack(images), at::tensor(labels, at::kLong)};
+  if (options_.batch_transforms.empty()) return batch;
+  Rng rng = batch_rng(uint64_t(options_.shard.seed), epoch, options_.shard.rank, batch_index);
+  const BatchContext context{options_.num_classes, epoch, batch_index};
+  for (const auto& t : options_.batch_transforms) (*t)(batch, context, rng);
+  return batch;
 }
 
 void DataLoader::fill() {
@@ -154,13 +160,13 @@ void DataLoader::fill() {
     auto begin = order_.begin() + next_batch_ * options_.batch_size;
     auto end = order_.begin() + std::min<int64_t>(int64_t(order_.size()), (next_batch_ + 1) * options_.batch_size);
     std::vector<int64_t> indices(begin, end);
-    ++next_batch_;
+    const int64_t batch_index = next_batch_++;
     if (!pool_) {  // synchronous: load one batch per next()
       std::promise<Batch> p;
       at::Tensor inputs = allocate_inputs(int64_t(indices.size()));
       std::vector<Loaded> examples;
       for (std::size_t k = 0; k < indices.size(); ++k) examples.push_back(load_example(indices[k], epoch_, slot(inputs, k)));
-      p.set_value(collate(examples, inputs));
+      p.set_value(collate(examples, inputs, batch_index, epoch_));
       pending_.push_back(p.get_future());
       break;
     }
@@ -175,7 +181,7 @@ void DataLoader::fill() {
     batch->inputs = allocate_inputs(int64_t(n));
     pending_.push_back(batch->done.get_future());
     for (std::size_t k = 0; k < n; ++k) {
-      pool_->post([this, batch, k, e = epoch_] {
+      pool_->post([this, batch, k, e = epoch_, batch_index] {
         try {
           batch->examples[k] = load_example(batch->indices[k], e, slot(batch->inputs, k));
         } catch (...) {
@@ -186,7 +192,7 @@ void DataLoader::fill() {
         for (auto& err : batch->errors)
           if (err) return batch->done.set_exception(err);
         try {
-          batch->done.set_value(collate(batch->examples, batch->inputs));
+          batch->done.set_value(collate(batch->examples, batch->inputs, batch_index, e));
         } catch (...) {
           batch->done.set_exception(std::current_exception());
         }

@@ -2,6 +2,7 @@
 // batches in sampler order. Only the window's batches are ever held in memory.
 #pragma once
 
+#include "components/data/batch_transform.h"
 #include "components/data/dataset.h"
 #include "components/data/sampler.h"
 #include "components/data/transform.h"
@@ -20,11 +21,6 @@ namespace trainrun {
 
 class ThreadPool;
 
-struct Batch {
-  at::Tensor inputs;   // B x C x H x W float
-  at::Tensor targets;  // B int64
-};
-
 struct LoaderOptions {
   int64_t batch_size = 64;
   int64_t workers = 0;  // 0 = load on the calling thread
@@ -34,6 +30,9 @@ struct LoaderOptions {
   // out of its batch with a warning naming the file; error = the exception stops the run.
   bool skip_bad_files = true;
   ShardOptions shard;
+  // Run on each collated batch, in order, on the loader's threads (training: data.batch_transforms).
+  std::vector<std::shared_ptr<BatchTransform>> batch_transforms;
+  int64_t num_classes = 0;  // what the batch transforms are told
 };
 
 class DataLoader {
@@ -60,7 +59,8 @@ class DataLoader {
   Loaded load_example(int64_t index, int64_t epoch, const at::Tensor& slot) const;
   at::Tensor allocate_inputs(int64_t examples) const;
   static at::Tensor slot(const at::Tensor& inputs, std::size_t k);
-  Batch collate(const std::vector<Loaded>& examples, const at::Tensor& inputs) const;
+  // The batch's examples stacked (or already in `inputs`), then the batch transforms.
+  Batch collate(const std::vector<Loaded>& examples, const at::Tensor& inputs, int64_t batch_index, int64_t epoch) const;
   void fill();
 
   std::shared_ptr<const Dataset> dataset_;

@@ -9,8 +9,10 @@ namespace {
 class CrossEntropy : public Loss {
  public:
   explicit CrossEntropy(double smoothing) : smoothing_(smoothing) {}
+  bool takes_probabilities() const override { return true; }
   at::Tensor operator()(const at::Tensor& output, const at::Tensor& target, bool) const override {
     // log_softmax is idempotent, so log-probability outputs give the same loss as logits.
+    // Probability targets (N x C float, a batch transform's) as F.cross_entropy takes them.
     return torch::nn::functional::cross_entropy(
         output, target, torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing_));
   }

@@ -92,8 +92,11 @@ bool set_momentum(torch::optim::Optimizer& optimizer, double value);
 class Loss {
  public:
   virtual ~Loss() = default;
-  // Mean loss of a batch; `log_probs` says the model already applied log_softmax.
+  // Mean loss of a batch; `log_probs` says the model already applied log_softmax. `target`: class
+  // indices (N, int64) or, where takes_probabilities(), probabilities (N x C, float) as
+  // torch.nn.functional.cross_entropy takes them (a batch transform's soft targets).
   virtual at::Tensor operator()(const at::Tensor& output, const at::Tensor& target, bool log_probs) const = 0;
+  virtual bool takes_probabilities() const { return false; }
 };
 
 template <>

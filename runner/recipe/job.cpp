@@ -134,6 +134,24 @@ Compose build_transforms(YAML::Node list, const InputConfig& input, const std::s
   return Compose(std::move(steps));
 }
 
+// data.batch_transforms; the loss must take the probability targets they make.
+std::vector<std::shared_ptr<BatchTransform>> build_batch_transforms(YAML::Node list, const Loss& loss,
+                                                                    const YAML::Node& loss_node) {
+  std::vector<std::shared_ptr<BatchTransform>> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string name = list[i].begin()->first.as<std::string>(), path = "data.batch_transforms[" + std::to_string(i) + "]";
+    try {
+      out.push_back(Registry<BatchTransform>::instance().get(name).make(Config(list[i].begin()->second, path + "." + name)));
+    } catch (const std::invalid_argument& e) {
+      throw RecipeError(path + ": " + e.what());
+    }
+    if (out.back()->makes_probabilities() && !loss.takes_probabilities())
+      throw RecipeError("train.loss: " + loss_node["name"].as<std::string>() + " takes class indices, but " + path +
+                        " (" + name + ") makes probability targets: use cross_entropy");
+  }
+  return out;
+}
+
 std::string resolve_device(const std::string& wanted) {
   bool cuda = torch::cuda::is_available();
   if (wanted == "cuda" && !cuda) throw RecipeError("world.device: cuda was asked for but no CUDA device is available");
@@ -334,6 +352,7 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   job.train_transforms = build_transforms(root["data"]["train_transforms"], input, "data.train_transforms");
   job.eval_transforms = build_transforms(root["data"]["eval_transforms"], input, "data.eval_transforms");
   job.loss = Registry<Loss>::instance().get(root["train"]["loss"]["name"].as<std::string>()).make(job.recipe.section("train.loss"));
+  job.batch_transforms = build_batch_transforms(root["data"]["batch_transforms"], *job.loss, root["train"]["loss"]);
   return job;
 }
 

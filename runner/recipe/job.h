@@ -2,6 +2,7 @@
 // and "training loop". Used by `trainrun check`, training, and eval.
 #pragma once
 
+#include "components/data/batch_transform.h"
 #include "components/data/dataset.h"
 #include "components/data/transform.h"
 #include "components/models/model.h"
@@ -21,6 +22,7 @@ struct Job {
   DatasetSplits data;
   std::shared_ptr<Classifier> model;
   Compose train_transforms, eval_transforms;
+  std::vector<std::shared_ptr<BatchTransform>> batch_transforms;  // of training batches
   std::shared_ptr<Loss> loss;
   std::string device = "cpu";
   std::string precision = "fp32";  // resolved: fp32 | bf16 | fp16

@@ -2,6 +2,7 @@
 // schemas, defaults filled in, ${...} interpolated (the section schemas are in sections.cpp).
 #include "runner/recipe/recipe.h"
 
+#include "components/data/batch_transform.h"
 #include "components/data/dataset.h"
 #include "components/data/transform.h"
 #include "components/models/model.h"
@@ -80,7 +81,9 @@ class Loader {
     root["scheduler"] = check_component<Scheduler>(root["scheduler"], "scheduler");
     root["train"]["loss"] = check_component<Loss>(root["train"]["loss"], "train.loss");
     for (const char* key : {"train_transforms", "eval_transforms"})
-      root["data"][key] = check_transforms(root["data"][key], std::string("data.") + key);
+      root["data"][key] = check_transforms<Transform>(root["data"][key], std::string("data.") + key, "transform");
+    root["data"]["batch_transforms"] =
+        check_transforms<BatchTransform>(root["data"]["batch_transforms"], "data.batch_transforms", "batch transform");
     Node callbacks = root["callbacks"];
     for (std::size_t i = 0; i < callbacks.size(); ++i)
       callbacks[i] = check_component<Callback>(callbacks[i], "callbacks[" + std::to_string(i) + "]");
@@ -233,9 +236,10 @@ class Loader {
   }
 
   // A transform list: `- to_tensor`, `- normalize: {mean: model}`; resolved as `- {name: {...}}`.
-  Node check_transforms(const Node& list, const std::string& path) {
-    if (!list.IsSequence()) fail(path, list, "expected a list of transforms");
-    const auto& reg = Registry<Transform>::instance();
+  template <class Base>
+  Node check_transforms(const Node& list, const std::string& path, const std::string& what) {
+    if (!list.IsSequence()) fail(path, list, "expected a list of " + what + "s");
+    const auto& reg = Registry<Base>::instance();
     Node out(YAML::NodeType::Sequence);
     for (std::size_t i = 0; i < list.size(); ++i) {
       std::string item_path = path + "[" + std::to_string(i) + "]";
@@ -251,7 +255,7 @@ class Loader {
         fail(item_path, item, "expected `name` or `name: {params}`");
       }
       if (!reg.find(n)) {
-          fail(item_path, item, "unknown transform '" + n + "'" + did_you_mean(n, reg.names()) +
+          fail(item_path, item, "unknown " + what + " '" + n + "'" + did_you_mean(n, reg.names()) +
                                   "; one of: " + names(reg.names()));
       }
       Node entry(YAML::NodeType::Map);

@@ -50,6 +50,9 @@ Schema data_schema() {
            "transforms for training examples, in order")
       .add("eval_transforms", Type::List, Node(std::vector<std::string>{"to_tensor", "normalize"}),
            "transforms for evaluation examples, in order")
+      .add("batch_transforms", Type::List, Node(YAML::NodeType::Sequence),
+           "transforms of each collated training batch, in order, on the loader's threads "
+           "(`trainrun list batch_transforms`: mixup); evaluation batches are left as they are")
       .add("batch_size", Type::Int, yaml("64"), "examples per batch per process").min(1)
       .add("eval_batch_size", Type::Int, Node(), "evaluation batch per process; null = batch_size").min(1)
       .add("workers", Type::Int, yaml("2"), "decode/augment threads per process (0 = in the training thread)").min(0)

@@ -3,6 +3,7 @@
 // a plugin built outside the tree (examples/custom_callback).
 #include "runner/recipe/job.h"
 #include "runner/train/callbacks/callbacks.h"
+#include "runner/io/weights.h"
 #include "runner/train/trainer.h"
 #include "test_util.h"
 
@@ -44,6 +45,28 @@ class Recorder : public Callback {
   void on_train_end(Trainer&, TrainerControl&) override { events.push_back("end"); }
 };
 
+// Every event, with the micro-batch ones, as short words.
+class FullRecorder : public Recorder {
+ public:
+  void on_step_begin(Trainer&, TrainerControl&) override { events.push_back("step_begin"); }
+  void on_train_batch_begin(Trainer&, TrainBatch& b) override { events.push_back("batch" + std::to_string(b.index_in_epoch)); }
+  void on_before_backward(Trainer&, const TrainBatch&, StepOutput&) override { events.push_back("loss"); }
+  void on_after_backward(Trainer&, const TrainBatch&) override { events.push_back("backward"); }
+  void on_optimizer_step(Trainer&, TrainerControl&) override { events.push_back("opt"); }
+  void on_evaluate_begin(Trainer&, TrainerControl&) override { events.push_back("eval_begin"); }
+  void on_save_checkpoint(Trainer& t, CheckpointFiles&) override {
+    events.push_back("checkpoint" + std::to_string(t.state().global_step));
+  }
+  void on_exception(Trainer&, const std::exception& e) override { events.push_back(std::string("exception:") + e.what()); }
+};
+
+double global_norm(Classifier& model) {
+  double sum = 0;
+  for (auto& p : model.parameters())
+    if (p.grad().defined()) sum += p.grad().pow(2).sum().item<double>();
+  return std::sqrt(sum);
+}
+
 class Callbacks : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -78,6 +101,110 @@ TEST_F(Callbacks, EventsFireInTheTrainersOrder) {
                                    "epoch_end", "log:eval", "evaluate", "save",
                                    "loop_end", "save", "end", "log:summary"};
   EXPECT_EQ(events, want) << ::testing::PrintToString(events);
+}
+
+TEST_F(Callbacks, MicroBatchEventsFireInOrder) {
+  Job j = job();
+  auto events = run(j, std::make_shared<FullRecorder>());
+  const std::vector<std::string> step = {"step_begin", "batch0", "loss", "backward", "batch1", "loss", "backward",
+                                         "pre", "opt"};
+  std::vector<std::string> want = {"init", "begin", "epoch0"};
+  auto add = [&](std::vector<std::string> more) { want.insert(want.end(), more.begin(), more.end()); };
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    if (epoch == 1) add({"epoch1"});
+    for (int64_t k = 1; k <= 2; ++k) {
+      add(step);
+      want[want.size() - 8] = "batch" + std::to_string(2 * (k - 1));  // micro-batch index in the epoch
+      want[want.size() - 5] = "batch" + std::to_string(2 * (k - 1) + 1);
+      add({"step" + std::to_string(epoch * 2 + k), "log:train"});
+    }
+    // A checkpoint is written once a step (at loop_end, step 4 has one): on_save fires for the ask.
+    add({"epoch_end", "eval_begin", "log:eval", "evaluate", "checkpoint" + std::to_string(epoch * 2 + 2), "save"});
+  }
+  add({"loop_end", "save", "end", "log:summary"});
+  EXPECT_EQ(events, want) << ::testing::PrintToString(events);
+}
+
+// What the events carry: the batch and loss a callback may change, gradients after clipping at
+// on_pre_optimizer_step (grad_norm() the norm before), gradients not yet zeroed at
+// on_optimizer_step, files added to a checkpoint.
+class Inspector : public Callback {
+ public:
+  std::vector<double> norm_before, norm_seen, norm_after_step;
+  bool zero_loss = false;
+  int64_t replaced = 0;
+  void on_train_batch_begin(Trainer&, TrainBatch& b) override {
+    // Class indices replaced by the same classes as probabilities: cross_entropy is unchanged.
+    b.targets = soft_targets(b.targets, 10);
+    ++replaced;
+  }
+  void on_before_backward(Trainer&, const TrainBatch& b, StepOutput& out) override {
+    EXPECT_EQ(b.targets.dim(), 2);
+    if (zero_loss) out.loss = out.loss * 0.0;
+  }
+  void on_pre_optimizer_step(Trainer& t, TrainerControl&) override {
+    ASSERT_TRUE(t.grad_norm().has_value());
+    norm_before.push_back(*t.grad_norm());
+    norm_seen.push_back(global_norm(t.model()));
+  }
+  void on_optimizer_step(Trainer& t, TrainerControl&) override { norm_after_step.push_back(global_norm(t.model())); }
+  void on_save_checkpoint(Trainer& t, CheckpointFiles& files) override {
+    files.add("inspector.json", "{\"step\": " + std::to_string(t.state().global_step) + "}\n");
+    EXPECT_THROW(files.add("model.safetensors", "x"), TrainingError);
+    EXPECT_THROW(files.add("../escape", "x"), TrainingError);
+  }
+};
+
+TEST_F(Callbacks, EventsCarryTheBatchTheLossAndClippedGradients) {
+  Job j = job({"train.loss=cross_entropy", "train.max_grad_norm=0.01"});
+  auto inspector = std::make_shared<Inspector>();
+  auto callbacks = all_callbacks(j);
+  callbacks.push_back(inspector);
+  TrainLoop(j, WorldInfo{}, callbacks).train();
+  EXPECT_EQ(inspector->replaced, 8);
+  ASSERT_EQ(inspector->norm_before.size(), 4u);
+  std::vector<nlohmann::json> lines;
+  for (auto& l : test::read_jsonl(dir / "run/metrics.jsonl"))
+    if (l.contains("grad_norm")) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 4u);
+  for (std::size_t k = 0; k < 4; ++k) {
+    EXPECT_GT(inspector->norm_before[k], 0.01);               // clipping had work to do
+    EXPECT_NEAR(inspector->norm_seen[k], 0.01, 1e-4);          // and was done before the event
+    EXPECT_NEAR(inspector->norm_after_step[k], 0.01, 1e-4);    // gradients still there after the step
+    EXPECT_DOUBLE_EQ(lines[k]["grad_norm"].get<double>(), inspector->norm_before[k]);
+  }
+  EXPECT_EQ(test::read_file(dir / "run/checkpoint-4/inspector.json"), "{\"step\": 4}\n");
+
+  // A loss a callback zeroes trains nothing: plain SGD leaves every weight where it started.
+  Job k = job({"train.loss=cross_entropy", "optimizer={name: sgd, lr: 0.1}", "output.dir=" + (dir / "zero")});
+  auto before = state_dict(*k.model);
+  for (auto& [name, t] : before) t = t.clone();
+  auto zeroing = std::make_shared<Inspector>();
+  zeroing->zero_loss = true;
+  auto more = all_callbacks(k);
+  more.push_back(zeroing);
+  TrainLoop(k, WorldInfo{}, more).train();
+  auto after = state_dict(*k.model);
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].second.equal(before[i].second)) << after[i].first;
+}
+
+class Thrower : public Callback {
+ public:
+  void on_step_end(Trainer& t, TrainerControl&) override {
+    if (t.state().global_step == 2) throw TrainingError("thrown at step 2");
+  }
+};
+
+TEST_F(Callbacks, AFailureReachesOnException) {
+  Job j = job();
+  auto recorder = std::make_shared<FullRecorder>();
+  auto callbacks = all_callbacks(j);
+  callbacks.push_back(std::make_shared<Thrower>());
+  callbacks.push_back(recorder);
+  EXPECT_THROW(TrainLoop(j, WorldInfo{}, callbacks).train(), TrainingError);
+  EXPECT_EQ(recorder->events.back(), "exception:thrown at step 2");
+  EXPECT_EQ(std::count(recorder->events.begin(), recorder->events.end(), "end"), 0);
 }
 
 TEST_F(Callbacks, ACallbacksRequestsAreHonoured) {

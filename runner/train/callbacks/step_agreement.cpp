@@ -2,6 +2,7 @@
 // last step (the step is not taken; every rank stops, naming it) and a stop signal on any rank
 // (every rank stops after this same step, with a checkpoint). One small allreduce per step.
 #include "runner/distributed/stop_signal.h"
+#include "support/errors.h"
 #include "components/callbacks/trainer_state.h"
 #include "runner/train/callbacks/callbacks.h"
 #include "runner/distributed/accelerator.h"
