@@ -93,9 +93,8 @@ void log_resume(const std::string& from, int64_t epoch, int64_t step, int64_t sk
 
 AcceleratorOptions accelerator_options(const Job& job) {
   AcceleratorOptions o;
-  o.backend = job.config.world.backend;
+  o.world = job.config.world;
   o.device = job.device;
-  o.timeout = std::chrono::milliseconds(int64_t(job.config.world.timeout_s * 1000));
   return o;
 }
 
