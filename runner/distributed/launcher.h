@@ -19,7 +19,7 @@
 namespace trainrun {
 
 struct LaunchOptions {
-  WorldConfig world;          // the recipe's world: section, as the workers' environment gives it on
+  WorldConfig world;          // the recipe's world: section (master_port: as reserve_master_port found it)
   bool fork_workers = false;  // fork (see above) rather than exec
 };
 

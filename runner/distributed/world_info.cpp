@@ -44,43 +44,47 @@ std::string first_slurm_host(const std::string& list) {
   return prefix + first;
 }
 
-// The variables a launcher set, for messages: rank, world size, local rank, local world size,
-// node rank.
+// The variables a launcher sets, in this order: rank, world size, local rank, local world size,
+// node rank (they name the culprit in messages).
 using VariableNames = std::array<const char*, 5>;
+constexpr VariableNames kTorchrun = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"};
+constexpr VariableNames kSlurm = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
+                                  "SLURM_NODEID"};
+// Open MPI's node index follows from the rank (mpi_world), so messages name the rank for it.
+constexpr VariableNames kMpi = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_RANK"};
 
-// torchrun's (and our launcher's) RANK, WORLD_SIZE, ...
-WorldInfo torchrun_world() {
+// The rank, world size and local rank every launcher gives, by its names.
+WorldInfo ranks_of(const char* launcher, const VariableNames& names) {
   WorldInfo w;
-  w.launcher = env("TRAINRUN_LAUNCHER").value_or("torchrun");
-  w.rank = env_int("RANK", 0);
-  w.world_size = env_int("WORLD_SIZE", 1);
-  w.local_rank = env_int("LOCAL_RANK", 0);
-  w.local_world_size = env_int("LOCAL_WORLD_SIZE", 1);
-  w.node_rank = env_int("GROUP_RANK", w.rank / std::max<int64_t>(1, w.local_world_size));
+  w.launcher = launcher;
+  w.rank = env_int(names[0], 0);
+  w.world_size = env_int(names[1], 1);
+  w.local_rank = env_int(names[2], 0);
+  return w;
+}
+
+// torchrun's (and our launcher's, which says so in TRAINRUN_LAUNCHER).
+WorldInfo torchrun_world() {
+  WorldInfo w = ranks_of(env("TRAINRUN_LAUNCHER").value_or("torchrun").c_str(), kTorchrun);
+  w.local_world_size = env_int(kTorchrun[3], 1);
+  w.node_rank = env_int(kTorchrun[4], w.rank / std::max<int64_t>(1, w.local_world_size));
   return w;
 }
 
 // srun's tasks (a job step).
 WorldInfo slurm_world() {
-  WorldInfo w;
-  w.launcher = "slurm";
-  w.rank = env_int("SLURM_PROCID", 0);
-  w.world_size = env_int("SLURM_NTASKS", 1);
-  w.local_rank = env_int("SLURM_LOCALID", 0);
-  w.local_world_size = env_int("SLURM_NTASKS_PER_NODE", env_int("SLURM_TASKS_PER_NODE", 1, true));
-  w.node_rank = env_int("SLURM_NODEID", 0);
+  WorldInfo w = ranks_of("slurm", kSlurm);
+  w.local_world_size = env_int(kSlurm[3], env_int("SLURM_TASKS_PER_NODE", 1, true));
+  w.node_rank = env_int(kSlurm[4], 0);
   if (auto nodes = env("SLURM_NODELIST")) w.master_addr = first_slurm_host(*nodes);
   return w;
 }
 
 // mpirun's processes.
 WorldInfo mpi_world() {
-  WorldInfo w;
-  w.launcher = "mpi";
-  w.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
-  w.world_size = env_int("OMPI_COMM_WORLD_SIZE", 1);
-  w.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
-  w.local_world_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+  WorldInfo w = ranks_of("mpi", kMpi);
+  w.local_world_size = env_int(kMpi[3], 1);
   // OMPI_COMM_WORLD_NODE_RANK is not the node's index but the process's rank among all jobs'
   // processes on its node (1 for the second of `mpirun -np 2` on one machine). Open MPI's
   // default by-slot mapping fills node after node, so the index follows from the ranks.
@@ -123,24 +127,23 @@ void check_launcher_world(const WorldInfo& w, const VariableNames& names) {
 
 std::optional<WorldInfo> WorldInfo::from_env() {
   WorldInfo w;
-  VariableNames names;
+  const VariableNames* names = nullptr;
   if (env("RANK") && env("WORLD_SIZE")) {
     w = torchrun_world();
-    names = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"};
+    names = &kTorchrun;
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS") && env("SLURM_STEP_ID")) {
     // An sbatch script's own shell carries SLURM_PROCID=0 and the job's SLURM_NTASKS too, but is
     // no task (SLURM_STEP_ID is unset): there trainrun launches its own world.
     w = slurm_world();
-    names = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_NODEID"};
+    names = &kSlurm;
   } else if (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) {
     w = mpi_world();
-    names = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-             "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_RANK"};  // the node follows from the rank
+    names = &kMpi;
   } else {
     return std::nullopt;
   }
   read_rendezvous(w);
-  check_launcher_world(w, names);
+  check_launcher_world(w, *names);
   return w;
 }
 
