@@ -42,7 +42,7 @@ void write_photos(const fs::path& dir, int64_t count) {
 }
 
 std::shared_ptr<Transform> make(const std::string& name, const std::string& params) {
-  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
+  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name), ModelInput{});
 }
 
 std::vector<std::string> list_photos(const fs::path& dir, std::vector<int64_t>* labels) {

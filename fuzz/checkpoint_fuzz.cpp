@@ -21,8 +21,15 @@ namespace {
 namespace fs = std::filesystem;
 using namespace trainrun;
 
+AcceleratorOptions cpu_options() {
+  AcceleratorOptions o;
+  o.world.backend = "gloo";
+  o.device = "cpu";
+  return o;
+}
+
 struct Parts {
-  Accelerator acc{WorldInfo{}, AcceleratorOptions{"gloo", "cpu"}};
+  Accelerator acc{WorldInfo{}, cpu_options()};
   std::shared_ptr<Classifier> model = Registry<Classifier>::instance().get("basicnet").make(
       Config(YAML::Load("{num_classes: 10, in_channels: 1, dropout1: 0.25, dropout2: 0.5}")));
   torch::optim::AdamW optimizer{model->parameters(), torch::optim::AdamWOptions(1e-3)};
@@ -47,6 +54,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   Parts& p = parts();
   CheckpointOptions options;
   options.dir = (fuzz::scratch() / "saved").string();
+  options.save_every = "epoch";
+  options.keep_last = 3;
+  options.resume = "auto";
   fs::create_directories(options.dir);
   Checkpoints checkpoints(options, p.acc);
   TrainerState state;

@@ -1,10 +1,10 @@
-// The launchers' environment (runner/distributed/accelerator.cpp, WorldInfo::from_env): the
+// The launchers' environment (runner/distributed/world_info.cpp, WorldInfo::from_env): the
 // input is NUL-separated values for the variables torchrun, srun and mpirun set, in the order
 // of kVariables (an empty value leaves the variable unset). A world that comes back must make
 // sense: 0 <= rank < world_size, 0 <= local_rank < local_world_size and node_rank < nnodes (but
 // under SLURM), a port number.
 #include "fuzz/fuzz_util.h"
-#include "runner/distributed/accelerator.h"
+#include "runner/distributed/world_info.h"
 #include "runner/recipe/recipe.h"
 
 #include <cstdlib>
@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::expect_only<RecipeError>([&] {
     auto w = WorldInfo::from_env();
     if (!w) return;
-    const bool exact = w->launcher != "slurm";  // SLURM's per-node counts may be uneven (accelerator.cpp)
+    const bool exact = w->launcher != "slurm";  // SLURM's per-node counts may be uneven (world_info.cpp)
     if (w->rank < 0 || w->rank >= w->world_size || w->local_rank < 0 || w->node_rank < 0 || w->nnodes < 1 ||
         (exact && (w->local_rank >= w->local_world_size || w->node_rank >= w->nnodes)) || w->master_port < 0 ||
         w->master_port > 65535) {

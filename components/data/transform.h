@@ -37,10 +37,18 @@ class Transform {
   virtual at::Tensor apply_into(const at::Tensor& x, Rng& rng, const at::Tensor& out) const { return (*this)(x, rng); }
 };
 
+// What the model says about its inputs (its InputConfig: components/models, which data/ does not
+// include), handed to every transform's factory: a parameter written `model` takes the model's
+// value, as timm's resolve_data_config (normalize's `mean: model`).
+struct ModelInput {
+  std::vector<double> mean;
+  std::vector<double> std;
+};
+
 template <>
 struct Kind<Transform> {
   static constexpr const char* name = "transforms";
-  using Factory = std::function<std::shared_ptr<Transform>(const Config&)>;
+  using Factory = std::function<std::shared_ptr<Transform>(const Config&, const ModelInput&)>;
 };
 
 class Compose {

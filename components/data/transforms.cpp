@@ -11,6 +11,7 @@
 #include "components/data/transform.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -79,6 +80,19 @@ std::vector<double> numbers(const Config& c, const std::string& key) {
   auto n = c.node()[key];
   if (n.IsScalar()) return {n.as<double>()};
   return n.as<std::vector<double>>();
+}
+
+// `key: model` takes the model's values, written into the recipe's node as the shortest text that
+// reads back the same (0.1307, not 0.13070000000000001), so the resolved recipe shows them.
+std::vector<double> numbers_or_model(const Config& c, const std::string& key, const std::vector<double>& model) {
+  if (c.is_word(key, "model")) {
+    YAML::Node params = c.node();  // the recipe's node, shared
+    YAML::Node values(YAML::NodeType::Sequence);
+    for (double v : model) values.push_back(fmt::format("{}", v));
+    values.SetStyle(YAML::EmitterStyle::Flow);
+    params[key] = values;
+  }
+  return numbers(c, key);
 }
 
 std::vector<double> pair_of(const Config& c, const std::string& key) {
@@ -282,7 +296,7 @@ at::Tensor resized_crop(const at::Tensor& image, const CropBox& box, int64_t hei
 }
 
 TRAINRUN_REGISTER(Transform, "to_tensor", "HWC uint8 image -> CHW float in [0, 1] (torchvision ToTensor)",
-                  Schema(), [](const Config&) { return std::make_shared<ToTensor>(); });
+                  Schema(), [](const Config&, const ModelInput&) { return std::make_shared<ToTensor>(); });
 
 TRAINRUN_REGISTER(Transform, "normalize",
                   "(x - mean) / std per channel (torchvision Normalize); `model` takes the model's values",
@@ -291,7 +305,10 @@ TRAINRUN_REGISTER(Transform, "normalize",
                       .choices({"model"}).scalar_ok()
                       .add("std", Type::FloatList, yaml("model"), "per-channel stds, or `model`")
                       .choices({"model"}).scalar_ok().above(0),
-                  [](const Config& c) { return std::make_shared<Normalize>(numbers(c, "mean"), numbers(c, "std")); });
+                  [](const Config& c, const ModelInput& model) {
+                    std::vector<double> mean = numbers_or_model(c, "mean", model.mean);
+                    return std::make_shared<Normalize>(mean, numbers_or_model(c, "std", model.std));
+                  });
 
 TRAINRUN_REGISTER(Transform, "resize",
                   "bilinear resize (torchvision Resize on PIL images; antialiased when shrinking)",
@@ -300,7 +317,7 @@ TRAINRUN_REGISTER(Transform, "resize",
                       .scalar_ok().min(1)
                       .add("max_size", Type::Int, YAML::Node(), "cap on the longer side when size is one number")
                       .nullable().min(1),
-                  [](const Config& c) {
+                  [](const Config& c, const ModelInput&) {
                     std::optional<int64_t> max_size;
                     if (!c.is_null("max_size")) max_size = c.get<int64_t>("max_size");
                     return std::make_shared<Resize>(sizes(c, "size"), max_size);
@@ -309,7 +326,7 @@ TRAINRUN_REGISTER(Transform, "resize",
 TRAINRUN_REGISTER(Transform, "center_crop",
                   "crop the centre (torchvision CenterCrop: zero-padded when the crop is larger)",
                   Schema().required("size", Type::IntList, "one number = a square, or [height, width]").scalar_ok().min(1),
-                  [](const Config& c) {
+                  [](const Config& c, const ModelInput&) {
                     auto size = hw(c, "size");
                     return std::make_shared<CenterCrop>(size.first, size.second);
                   });
@@ -321,7 +338,7 @@ TRAINRUN_REGISTER(Transform, "random_resized_crop",
                       .add("scale", Type::FloatList, yaml("[0.08, 1.0]"), "[min, max] share of the image area").above(0)
                       .add("ratio", Type::FloatList, yaml("[0.75, 1.3333333333333333]"), "[min, max] aspect ratio w/h")
                       .above(0),
-                  [](const Config& c) {
+                  [](const Config& c, const ModelInput&) {
                     auto size = hw(c, "size");
                     return std::make_shared<RandomResizedCrop>(size.first, size.second, pair_of(c, "scale"),
                                                                pair_of(c, "ratio"));
@@ -329,6 +346,6 @@ TRAINRUN_REGISTER(Transform, "random_resized_crop",
 
 TRAINRUN_REGISTER(Transform, "random_horizontal_flip", "flip left-right with probability p (torchvision RandomHorizontalFlip)",
                   Schema().add("p", Type::Float, yaml("0.5"), "probability of a flip").range(0, 1),
-                  [](const Config& c) { return std::make_shared<RandomHorizontalFlip>(c.get<double>("p")); });
+                  [](const Config& c, const ModelInput&) { return std::make_shared<RandomHorizontalFlip>(c.get<double>("p")); });
 
 }  // namespace trainrun

@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
       Config(YAML::Load(fmt::format("{{root: {}, classes: null}}", root))));
   auto model = Registry<Classifier>::instance().get("basicnet").make(
       Config(YAML::Load("{num_classes: 10, in_channels: 1, dropout1: 0.25, dropout2: 0.5}")));
-  Compose transforms({Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}"))),
-                      Registry<Transform>::instance().get("normalize").make(Config(YAML::Load("{mean: [0.1307], std: [0.3081]}")))});
+  Compose transforms({Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}")), {}),
+                      Registry<Transform>::instance().get("normalize").make(Config(YAML::Load("{mean: [0.1307], std: [0.3081]}")), {})});
 
   auto ddp = acc.prepare(model);
   LoaderOptions options;

@@ -44,8 +44,11 @@ int cmd_describe(const std::string& what) {
   if (kind == "recipe") {
     std::string section = name == "top" ? "" : name;
     auto sections = section_names();
-    if (section != "" && std::find(sections.begin(), sections.end(), section) == sections.end())
-      throw RecipeError("describe: unknown recipe section '" + name + "' (one of: top, data, train, output, world)");
+    if (section != "" && std::find(sections.begin(), sections.end(), section) == sections.end()) {
+      std::string all = "top";
+      for (auto& s : sections) all += ", " + s;
+      throw RecipeError("describe: unknown recipe section '" + name + "' (one of: " + all + ")");
+    }
     std::cout << "recipe/" << (name.empty() ? "top" : name) << "\n";
     print_schema(section_schema(section));
     return 0;

@@ -67,7 +67,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool download
   std::cout << "# resolved recipe (" << job.recipe.file << ")\n" << job.recipe.dump() << "\n";
   std::cout << "model: " << c.model << ", " << thousands(job.total_parameters())
             << " parameters, " << thousands(job.trainable_parameters()) << " trainable\n";
-  std::cout << "data: " << c.dataset << ", " << job.data.classes.size()
+  std::cout << "data: " << c.data.dataset << ", " << job.data.classes.size()
             << " classes, " << thousands(int64_t(job.data.train->size())) << " train / "
             << thousands(int64_t(job.data.eval->size())) << " " << job.data.eval_split_name << " examples\n";
   std::cout << "  train class counts: " << class_counts(*job.data.train, job.data.classes) << "\n";

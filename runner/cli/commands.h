@@ -10,8 +10,7 @@
 
 namespace trainrun::cli {
 
-// Splits `RECIPE.yaml key=value ...` into the recipe and its overrides.
-std::pair<std::string, std::vector<std::string>> recipe_args(const std::vector<std::string>& args);
+// The job of `RECIPE.yaml key=value ...` (every command's arguments), built as `options` say.
 Job load_job(const std::vector<std::string>& args, const JobOptions& options = {});
 
 // The weights file of `--checkpoint`: a .safetensors file, or a folder holding model.safetensors.

@@ -25,10 +25,9 @@ std::string weights_file(const std::string& checkpoint) {
 }
 
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint) {
-  auto [recipe, overrides] = recipe_args(args);
   JobOptions options;
   options.pretrained = false;  // the checkpoint's weights replace them
-  Job job = build_job(load_recipe(recipe, overrides), options);
+  Job job = load_job(args, options);
   std::string file = weights_file(checkpoint);
   load_state_dict(*job.model, load_safetensors(file), file);
   at::set_num_threads(int(job.threads));

@@ -16,14 +16,9 @@
 
 namespace trainrun::cli {
 
-std::pair<std::string, std::vector<std::string>> recipe_args(const std::vector<std::string>& args) {
-  if (args.empty()) throw RecipeError("no recipe given (usage: trainrun RECIPE.yaml [key.path=value ...])");
-  return {args[0], std::vector<std::string>(args.begin() + 1, args.end())};
-}
-
 Job load_job(const std::vector<std::string>& args, const JobOptions& options) {
-  auto [file, overrides] = recipe_args(args);
-  return build_job(load_recipe(file, overrides), options);
+  if (args.empty()) throw RecipeError("no recipe given (usage: trainrun RECIPE.yaml [key.path=value ...])");
+  return build_job(load_recipe(args[0], std::vector<std::string>(args.begin() + 1, args.end())), options);
 }
 
 namespace {

@@ -58,13 +58,12 @@ int predict_images(const std::vector<std::string>& args, const std::string& chec
   for (auto& image : images)
     if (!fs::is_regular_file(image)) throw RecipeError("predict: " + image + ": no such file");
   if (top_k < 1) throw RecipeError("predict: --top-k must be at least 1");
-  auto [recipe, overrides] = recipe_args(args);
   std::string file = weights_file(checkpoint);
   JobOptions options;
   options.pretrained = false;
   options.classes = run_labels(file);
   options.data = options.classes.empty();  // without labels.json the dataset names the classes
-  Job job = build_job(load_recipe(recipe, overrides), options);
+  Job job = load_job(args, options);
   load_state_dict(*job.model, load_safetensors(file), file);
   at::set_num_threads(int(job.threads));
   job.model->to(job.device);

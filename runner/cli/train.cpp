@@ -16,19 +16,6 @@
 namespace trainrun::cli {
 namespace {
 
-LaunchOptions launch_options(const WorldConfig& w) {
-  LaunchOptions o;
-  o.nproc_per_node = w.nproc_per_node;
-  o.nnodes = w.nnodes;
-  o.node_rank = w.node_rank;
-  o.master_addr = w.master_addr;
-  o.master_port = w.master_port;
-  o.init_method = w.init_method;
-  o.max_restarts = w.max_restarts;
-  o.timeout_s = int64_t(w.timeout_s);
-  return o;
-}
-
 // Workers are forked from the launcher (launcher.h) where LibTorch has no CUDA, so no CUDA
 // context can exist; TRAINRUN_WORKER_START=exec asks for fresh processes anyway.
 bool fork_workers() {
@@ -62,9 +49,8 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
     train(job, world.value_or(WorldInfo{}));
     return 0;
   }
-  LaunchOptions o = launch_options(job.config.world);
-  o.master_port = reserve_master_port(o);
-  o.fork_workers = fork_workers();
+  LaunchOptions o{job.config.world, fork_workers()};
+  o.world.master_port = reserve_master_port(o);
   state.started = true;
   std::optional<int> code = launch(argv, o);
   if (code) return *code;

@@ -10,10 +10,11 @@
 
 #include "components/data/loader.h"
 #include "components/models/model.h"
+#include "runner/distributed/world_config.h"
+#include "runner/distributed/world_info.h"
 
 #include <c10/core/Device.h>
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,27 +26,9 @@ class Reducer;
 
 namespace trainrun {
 
-// Where this process sits in the world, as torchrun's environment variables say.
-struct WorldInfo {
-  int64_t rank = 0, local_rank = 0, world_size = 1, local_world_size = 1;
-  int64_t node_rank = 0, nnodes = 1;
-  std::string master_addr = "127.0.0.1";
-  int64_t master_port = 29500;
-  std::string init_method = "env";  // env (TCPStore at master) | file:///path (FileStore)
-  std::string launcher = "none";    // none | trainrun | torchrun | slurm | mpi
-
-  // From the environment of a launcher: ours or torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
-  // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), SLURM (SLURM_PROCID, SLURM_NTASKS,
-  // SLURM_LOCALID, first host of SLURM_NODELIST) or Open MPI (OMPI_COMM_WORLD_*).
-  // Empty when none is present.
-  static std::optional<WorldInfo> from_env();
-  bool distributed() const { return world_size > 1; }
-};
-
 struct AcceleratorOptions {
-  std::string backend = "auto";  // gloo | nccl | auto
-  std::string device = "auto";   // cpu | cuda | auto
-  std::chrono::milliseconds timeout{60000};
+  WorldConfig world = WorldConfig::defaults();  // the recipe's world: section (backend, timeout_s)
+  std::string device = "auto";   // cpu | cuda | auto; the trainer passes the one its job resolved
   int64_t bucket_cap_mb = 25;    // DDP's bucket_cap_mb
   bool broadcast_buffers = true;
 };

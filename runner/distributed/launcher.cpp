@@ -125,8 +125,26 @@ struct Outcome {
   bool worker = false;  // this is a forked worker, not the launcher
 };
 
-Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, int64_t attempt) {
-  int64_t world = o.nproc_per_node * o.nnodes;
+// What a worker of this node is told (torchrun's variables, and how it was started for its banner).
+std::vector<std::pair<std::string, std::string>> worker_environment(const WorldConfig& w, int64_t local, int64_t attempt,
+                                                                    const std::string& started) {
+  return {{"RANK", std::to_string(w.node_rank * w.nproc_per_node + local)},
+          {"LOCAL_RANK", std::to_string(local)},
+          {"WORLD_SIZE", std::to_string(w.world_size())},
+          {"LOCAL_WORLD_SIZE", std::to_string(w.nproc_per_node)},
+          {"GROUP_RANK", std::to_string(w.node_rank)},
+          {"NNODES", std::to_string(w.nnodes)},
+          {"MASTER_ADDR", w.master_addr},
+          {"MASTER_PORT", std::to_string(w.master_port)},
+          {"TRAINRUN_INIT_METHOD", w.init_method},
+          {"TRAINRUN_LAUNCHER", "trainrun"},
+          {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)},
+          {"TRAINRUN_WORKERS_STARTED", started}};
+}
+
+// Starts this node's workers in one process group; their pids in local-rank order, or an empty
+// list in a forked worker.
+std::vector<pid_t> start_workers(const std::vector<std::string>& argv, const LaunchOptions& o, int64_t attempt) {
   if (o.fork_workers) stop_openblas_threads();
   const int64_t threads = running_threads();
   const bool exec = !o.fork_workers || threads != 1;
@@ -136,32 +154,22 @@ Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, 
                                                 : "started afresh: the launcher runs " + std::to_string(threads) + " threads";
   std::vector<pid_t> pids;
   pid_t group = 0;
-  for (int64_t local = 0; local < o.nproc_per_node; ++local) {
-    int64_t rank = o.node_rank * o.nproc_per_node + local;
-    pids.push_back(spawn(argv, {{"RANK", std::to_string(rank)},
-                                {"LOCAL_RANK", std::to_string(local)},
-                                {"WORLD_SIZE", std::to_string(world)},
-                                {"LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node)},
-                                {"GROUP_RANK", std::to_string(o.node_rank)},
-                                {"NNODES", std::to_string(o.nnodes)},
-                                {"MASTER_ADDR", o.master_addr},
-                                {"MASTER_PORT", std::to_string(o.master_port)},
-                                {"TRAINRUN_INIT_METHOD", o.init_method},
-                                {"TRAINRUN_LAUNCHER", "trainrun"},
-                                {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)},
-                                {"TRAINRUN_WORKERS_STARTED", started}},
-                         group, exec));
-    if (pids.back() == 0) return Outcome{-1, 0, true};
+  for (int64_t local = 0; local < o.world.nproc_per_node; ++local) {
+    pids.push_back(spawn(argv, worker_environment(o.world, local, attempt, started), group, exec));
+    if (pids.back() == 0) return {};
     if (!group) group = pids.front();
     g_workers = group;
   }
-  // A signal that came while the workers were starting reaches them too.
-  if (g_interrupted || g_preempted) ::kill(-group, g_preempted && !g_interrupted ? SIGUSR1 : SIGINT);
+  return pids;
+}
+
+// Waits for every worker; the first that failed (its rank and status). After a failure the
+// others get the process-group timeout to notice, then are killed.
+Outcome wait_for_workers(std::vector<pid_t> pids, const WorldConfig& w) {
   Outcome out;
   std::size_t alive = pids.size();
   auto failed_at = std::chrono::steady_clock::time_point::max();
-  // After a failure the others get the process-group timeout to notice, then are killed.
-  auto grace = std::chrono::seconds(o.timeout_s + 10);
+  auto grace = std::chrono::seconds(int64_t(w.timeout_s) + 10);
   while (alive > 0) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -178,19 +186,29 @@ Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, 
       --alive;
       bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!ok && out.failed_rank < 0) {
-        out.failed_rank = int(o.node_rank * o.nproc_per_node + int64_t(i));
+        out.failed_rank = int(w.node_rank * w.nproc_per_node + int64_t(i));
         out.status = status;
         failed_at = std::chrono::steady_clock::now();
       }
     }
   }
+  return out;
+}
+
+Outcome run_world(const std::vector<std::string>& argv, const LaunchOptions& o, int64_t attempt) {
+  std::vector<pid_t> pids = start_workers(argv, o, attempt);
+  if (pids.empty()) return Outcome{-1, 0, true};
+  // A signal that came while the workers were starting reaches them too.
+  if (g_interrupted || g_preempted) ::kill(-pids.front(), g_preempted && !g_interrupted ? SIGUSR1 : SIGINT);
+  Outcome out = wait_for_workers(std::move(pids), o.world);
   g_workers = 0;
   return out;
 }
 
 }  // namespace
 
-int64_t reserve_master_port(const LaunchOptions& o) {
+int64_t reserve_master_port(const LaunchOptions& options) {
+  const WorldConfig& o = options.world;
   if (o.node_rank != 0 || o.init_method != "env") return o.master_port;
   if (o.master_port == 0 && o.nnodes > 1)
     throw RecipeError("world.master_port: 0 (a free port) only works on one node; other nodes must know the port");
@@ -241,9 +259,9 @@ std::optional<int> launch(const std::vector<std::string>& argv, const LaunchOpti
     std::fprintf(stderr, "trainrun: rank %d %s\n", out.failed_rank, describe_status(out.status).c_str());
     // A bad recipe fails the same way every time: no restart.
     if (code == 2) return 2;
-    if (attempt >= options.max_restarts) return 1;
+    if (attempt >= options.world.max_restarts) return 1;
     std::fprintf(stderr, "trainrun: restarting the world (restart %lld of %lld); with output.resume: auto it "
-                 "continues from the newest checkpoint\n", (long long)(attempt + 1), (long long)options.max_restarts);
+                 "continues from the newest checkpoint\n", (long long)(attempt + 1), (long long)options.world.max_restarts);
   }
 }
 

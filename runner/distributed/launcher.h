@@ -10,6 +10,8 @@
 // launch() still execs when the launcher has started a thread.
 #pragma once
 
+#include "runner/distributed/world_config.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,14 +19,7 @@
 namespace trainrun {
 
 struct LaunchOptions {
-  int64_t nproc_per_node = 1;
-  int64_t nnodes = 1;
-  int64_t node_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int64_t master_port = 29500;
-  std::string init_method = "env";
-  int64_t max_restarts = 0;
-  int64_t timeout_s = 60;
+  WorldConfig world;          // the recipe's world: section (master_port: as reserve_master_port found it)
   bool fork_workers = false;  // fork (see above) rather than exec
 };
 

@@ -1,7 +1,7 @@
 // Building c10d's process group and DDP Reducer across LibTorch releases: Debian's 1.13, Debian
 // 13's 2.6 and the official 2.x archives / pip wheels differ in how a ProcessGroup is made (see the
 // table in runner/distributed/torch_compat.h, which holds every LibTorch version guard of
-// trainrun), so callers (runner/distributed/accelerator.cpp) have none.
+// trainrun), so callers (rendezvous.cpp, distributed_model.cpp) have none.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,6 +1,6 @@
 #include "runner/distributed/store.h"
 
-#include "runner/distributed/accelerator.h"
+#include "runner/distributed/world_info.h"
 #include "runner/distributed/tcp_probe.h"
 #include "runner/distributed/torch_compat.h"
 

@@ -15,14 +15,14 @@
 
 namespace trainrun {
 
-// The `output` section's checkpoint keys.
+// The `output` section's checkpoint keys (declared, with their defaults, in runner/recipe/sections.cpp).
 struct CheckpointOptions {
   std::string dir;
-  std::string save_every = "epoch";  // epoch | N optimizer steps | never
-  std::optional<int64_t> keep_last = 3;  // nullopt = keep all
+  std::string save_every;            // epoch | N optimizer steps | never
+  std::optional<int64_t> keep_last;  // nullopt = keep all
   std::string best_metric;           // eval_loss, eval_accuracy, ...; empty = none
   bool greater_is_better = false;    // inferred from the name, as the Trainer does
-  std::string resume = "auto";       // auto | never | PATH
+  std::string resume;                // auto | never | PATH
 
   bool enabled() const { return save_every != "never"; }
   int64_t save_steps() const;  // 0 unless save_every is a number

@@ -18,7 +18,7 @@ namespace trainrun {
 
 struct Job {
   Recipe recipe;
-  RunConfig config;  // the fixed sections, typed (read once, after `auto` values are resolved)
+  RunConfig config{};  // the fixed sections, typed (read once, after `auto` values are resolved)
   DatasetSplits data;
   std::shared_ptr<Classifier> model;
   Compose train_transforms, eval_transforms;

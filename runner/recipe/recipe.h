@@ -25,7 +25,8 @@ struct Recipe {
 Recipe load_recipe(const std::string& file, const std::vector<std::string>& overrides = {});
 
 // The fixed sections' schemas ("" = top level, data, train, output, world; "freeze[]" = one freeze
-// rule), defined in sections.cpp; the loader checks against them and `describe recipe/...` prints them.
+// rule), declared with their typed views in sections.cpp (world's in runner/distributed/world_config.cpp);
+// the loader checks against them and `describe recipe/...` prints them. section_names() in recipe order.
 const Schema& section_schema(const std::string& section);
 std::vector<std::string> section_names();
 

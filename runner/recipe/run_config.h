@@ -1,9 +1,12 @@
 // The recipe's fixed sections as plain structs, read once right after the recipe is validated
 // and the job built (so every `auto` is resolved). The loop and the CLI read these; nothing past
 // this point looks a key up by string. Components keep receiving their validated Config view.
+// Each key is declared once, in sections.cpp (world's in runner/distributed/world_config.cpp):
+// its default, type, range and doc, and the member it fills, so the members have no defaults here.
 #pragma once
 
 #include "registry/schema.h"
+#include "runner/distributed/world_config.h"
 #include "runner/io/checkpoint.h"
 
 #include <yaml-cpp/yaml.h>
@@ -16,41 +19,31 @@
 namespace trainrun {
 
 struct DataConfig {
-  int64_t batch_size = 64;       // per process
-  int64_t eval_batch_size = 64;  // per process (null in the recipe = batch_size)
-  int64_t workers = 2;
-  bool skip_bad_files = true;    // on_bad_file: skip | error
+  std::string dataset;               // the registry name data.dataset chose
+  int64_t batch_size;                // per process
+  int64_t eval_batch_size;           // per process (null in the recipe = batch_size)
+  int64_t workers;
+  bool skip_bad_files;               // on_bad_file: skip | error
+  std::optional<int64_t> max_train_samples, max_eval_samples;  // nullopt = every example
 };
 
 struct TrainConfig {
-  int64_t epochs = 1;
-  int64_t grad_accum_steps = 1;
-  int64_t log_every_steps = 10;
-  double max_grad_norm = 0;          // 0 = no clipping (null)
-  std::string eval_every = "epoch";  // epoch | never | N optimizer steps
-  int64_t eval_steps = 0;            // N, when eval_every is a number
-  std::vector<std::string> metrics;  // accuracy, top5
-  bool bn_eval = false;
+  int64_t epochs;
+  int64_t grad_accum_steps;
+  double max_grad_norm;               // 0 = no clipping (null)
+  bool bn_eval;
+  std::optional<int64_t> unfreeze_at_epoch;  // read as the last freeze rule (RunConfig::freeze)
+  int64_t log_every_steps;
+  std::string eval_every;             // epoch | never | N optimizer steps
+  int64_t eval_steps;                 // N, when eval_every is a number
+  std::vector<std::string> metrics;   // accuracy, top5
 };
 
 // One freeze rule; train.unfreeze_at_epoch is appended as {"*", true, E}.
 struct FreezeRule {
   std::string params;  // fnmatch glob over parameter names
-  bool trainable = false;
-  int64_t from_epoch = 0;
-};
-
-struct WorldConfig {
-  int64_t nproc_per_node = 1, nnodes = 1, node_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int64_t master_port = 29500;
-  std::string init_method = "env";
-  std::string backend = "auto";
-  std::string device = "auto";
-  int64_t threads_per_proc = 1;
-  int64_t max_restarts = 0;
-  double timeout_s = 60;
-  int64_t world_size() const { return nproc_per_node * nnodes; }
+  bool trainable;
+  int64_t from_epoch;
 };
 
 // A registered component named in a list (callbacks:), with its validated parameters.
@@ -61,10 +54,10 @@ struct ComponentConfig {
 
 struct RunConfig {
   std::string name;
-  uint64_t seed = 42;
-  std::string model, dataset, optimizer, scheduler;  // the registry names the sections chose
-  std::string precision = "fp32";                    // as written: fp32 | bf16 | fp16 | auto
-  std::string memory_format = "auto";                // as written: auto | contiguous | channels_last
+  uint64_t seed;
+  std::string model, optimizer, scheduler;  // the registry names the sections chose
+  std::string precision;                    // as written: fp32 | bf16 | fp16 | auto
+  std::string memory_format;                // as written: auto | contiguous | channels_last
   DataConfig data;
   TrainConfig train;
   CheckpointOptions output;

@@ -1,8 +1,12 @@
-// The built-in recipe sections' schemas (top level, data, train, output, world, freeze rules):
-// one declaration drives validation, defaults and `describe recipe/...`.
+// The built-in recipe sections (top level, data, train, output, freeze rules; world's is in
+// runner/distributed/world_config.cpp), each key declared once: its schema drives validation,
+// defaults and `describe recipe/...`, and the same declaration reads the validated section into
+// its struct (run_config.h). What the structs derive from a key (eval_steps, eval_batch_size's
+// null, best_metric's prefix) is computed in its reader, here.
 #include "runner/recipe/recipe.h"
+#include "runner/recipe/run_config.h"
 
-#include <map>
+#include "registry/section_spec.h"
 
 namespace trainrun {
 
@@ -16,152 +20,209 @@ Node map_of(std::initializer_list<std::pair<const char*, Node>> items) {
   return n;
 }
 
-// The top level: what a recipe is made of.
-Schema top_level_schema() {
-  return Schema()
-      .add("name", Type::String, Node(), "run name; default: the recipe file's stem")
-      .add("seed", Type::Int, yaml("42"), "seeds model init, shuffling, augmentation and dropout").min(0)
-      .required("model", Type::Map, "the model: `name` from `trainrun list models` + its parameters")
-      .required("data", Type::Map, "dataset, transforms and batch sizes")
-      .add("optimizer", Type::Map, map_of({{"name", Node("adamw")}}), "`name` from `trainrun list optimizers` + its parameters")
-      .add("scheduler", Type::Map, map_of({{"name", Node("constant")}}), "`name` from `trainrun list schedulers` + its parameters")
-      .add("precision", Type::String, Node("fp32"), "fp32 | bf16 (autocast) | fp16 (CUDA only) | auto (fp16 on CUDA; bf16 on a CPU with bf16 units, else fp32)")
-      .choices({"fp32", "bf16", "fp16", "auto"})
-      .add("memory_format", Type::String, Node("auto"),
-           "contiguous | channels_last (NHWC activations and conv weights, as model.to(memory_format=torch.channels_last)) | "
-           "auto (channels_last for convolutional nets where oneDNN or CUDA runs them faster)")
-      .choices({"auto", "contiguous", "channels_last"})
-      .add("freeze", Type::List, Node(YAML::NodeType::Sequence),
-           "ordered rules {params: GLOB, trainable: BOOL}; last match wins")
-      .add("train", Type::Map, Node(YAML::NodeType::Map), "the training loop")
-      .add("output", Type::Map, Node(YAML::NodeType::Map), "what the run writes")
-      .add("world", Type::Map, Node(YAML::NodeType::Map), "processes, threads and device")
-      .add("callbacks", Type::List, Node(YAML::NodeType::Sequence),
-           "callbacks added to the built-in ones, each `name` from `trainrun list callbacks` + its parameters")
-      .add("plugins", Type::StringList, Node(YAML::NodeType::Sequence),
-           "shared libraries loaded before the recipe is checked; their components register themselves");
-}
+std::string name_of(const Node& component) { return component["name"].as<std::string>(); }
+
+// `epoch`, `never` or N: N, else 0.
+int64_t steps_of(const std::string& every) { return every == "epoch" || every == "never" ? 0 : std::stoll(every); }
 
 // data: the dataset, its transforms and the batch sizes.
-Schema data_schema() {
-  return Schema()
-      .required("dataset", Type::Map, "`name` from `trainrun list datasets` + its parameters")
-      .add("train_transforms", Type::List, Node(std::vector<std::string>{"to_tensor", "normalize"}),
+SectionSpec<DataConfig> declare_data() {
+  using D = DataConfig;
+  return SectionSpec<D>()
+      .required("dataset", Type::Map, "`name` from `trainrun list datasets` + its parameters",
+                [](D& d, const Node& v) { d.dataset = name_of(v); })
+      .key("train_transforms", Type::List, Node(std::vector<std::string>{"to_tensor", "normalize"}),
            "transforms for training examples, in order")
-      .add("eval_transforms", Type::List, Node(std::vector<std::string>{"to_tensor", "normalize"}),
+      .key("eval_transforms", Type::List, Node(std::vector<std::string>{"to_tensor", "normalize"}),
            "transforms for evaluation examples, in order")
-      .add("batch_transforms", Type::List, Node(YAML::NodeType::Sequence),
+      .key("batch_transforms", Type::List, Node(YAML::NodeType::Sequence),
            "transforms of each collated training batch, in order, on the loader's threads "
            "(`trainrun list batch_transforms`: mixup); evaluation batches are left as they are")
-      .add("batch_size", Type::Int, yaml("64"), "examples per batch per process").min(1)
-      .add("eval_batch_size", Type::Int, Node(), "evaluation batch per process; null = batch_size").min(1)
-      .add("workers", Type::Int, yaml("2"), "decode/augment threads per process (0 = in the training thread)").min(0)
-      .add("on_bad_file", Type::String, Node("skip"),
-           "an image that does not decode: skip (left out of its batch, with a warning) | error (stop)")
+      .key("batch_size", &D::batch_size, Type::Int, yaml("64"), "examples per batch per process").min(1)
+      .key("eval_batch_size", Type::Int, Node(), "evaluation batch per process; null = batch_size",
+           [](D& d, const Node& v) { d.eval_batch_size = v.IsNull() ? d.batch_size : v.as<int64_t>(); })
+      .min(1)
+      .key("workers", &D::workers, Type::Int, yaml("2"), "decode/augment threads per process (0 = in the training thread)")
+      .min(0)
+      .key("on_bad_file", Type::String, Node("skip"),
+           "an image that does not decode: skip (left out of its batch, with a warning) | error (stop)",
+           [](D& d, const Node& v) { d.skip_bad_files = v.as<std::string>() == "skip"; })
       .choices({"skip", "error"})
-      .add("max_train_samples", Type::Int, Node(), "use only the first N training examples").min(1)
-      .add("max_eval_samples", Type::Int, Node(), "use only the first N evaluation examples").min(1);
+      .key("max_train_samples", &D::max_train_samples, Type::Int, Node(), "use only the first N training examples")
+      .min(1)
+      .key("max_eval_samples", &D::max_eval_samples, Type::Int, Node(), "use only the first N evaluation examples")
+      .min(1);
 }
 
 // train: the training loop.
-Schema train_schema() {
-  return Schema()
-      .add("epochs", Type::Int, yaml("1"), "passes over the training set").min(1)
-      .add("loss", Type::Map, map_of({{"name", Node("cross_entropy")}}),
+SectionSpec<TrainConfig> declare_train() {
+  using T = TrainConfig;
+  return SectionSpec<T>()
+      .key("epochs", &T::epochs, Type::Int, yaml("1"), "passes over the training set").min(1)
+      .key("loss", Type::Map, map_of({{"name", Node("cross_entropy")}}),
            "`name` from `trainrun list losses` (or just the name) + its parameters")
       .scalar_ok()
-      .add("grad_accum_steps", Type::Int, yaml("1"), "micro-batches per optimizer step (no DDP sync between)").min(1)
-      .add("max_grad_norm", Type::Float, Node(), "clip the global L2 norm of the gradients; null = no clipping")
+      .key("grad_accum_steps", &T::grad_accum_steps, Type::Int, yaml("1"),
+           "micro-batches per optimizer step (no DDP sync between)")
+      .min(1)
+      .key("max_grad_norm", Type::Float, Node(), "clip the global L2 norm of the gradients; null = no clipping",
+           [](T& t, const Node& v) { t.max_grad_norm = v.IsNull() ? 0.0 : v.as<double>(); })
       .above(0)
-      .add("bn_eval", Type::Bool, yaml("false"),
+      .key("bn_eval", &T::bn_eval, Type::Bool, yaml("false"),
            "frozen BatchNorm layers stay in eval mode: running statistics do not update")
-      .add("unfreeze_at_epoch", Type::Int, Node(),
+      .key("unfreeze_at_epoch", &T::unfreeze_at_epoch, Type::Int, Node(),
            "from this epoch on (counting from 0) every parameter trains, as fastai's fine_tune(freeze_epochs=N)")
       .min(1)
-      .add("log_every_steps", Type::Int, yaml("10"), "log the mean training loss every N optimizer steps").min(1)
-      .add("eval_every", Type::Int, Node("epoch"), "evaluate every `epoch`, every N optimizer steps, or `never`")
+      .key("log_every_steps", &T::log_every_steps, Type::Int, yaml("10"),
+           "log the mean training loss every N optimizer steps")
+      .min(1)
+      .key("eval_every", Type::Int, Node("epoch"), "evaluate every `epoch`, every N optimizer steps, or `never`",
+           [](T& t, const Node& v) {
+             t.eval_every = v.as<std::string>();
+             t.eval_steps = steps_of(t.eval_every);
+           })
       .min(1).choices({"epoch", "never"})
-      .add("metrics", Type::StringList, Node(std::vector<std::string>{"accuracy"}), "evaluation metrics")
+      .key("metrics", &T::metrics, Type::StringList, Node(std::vector<std::string>{"accuracy"}), "evaluation metrics")
       .choices({"accuracy", "top5"});
 }
 
 // output: the run folder and its checkpoints.
-Schema output_schema() {
-  return Schema()
-      .add("dir", Type::Path, Node("runs/${name}"), "run folder")
-      .add("save_every", Type::Int, Node("epoch"),
+SectionSpec<CheckpointOptions> declare_output() {
+  using O = CheckpointOptions;
+  return SectionSpec<O>()
+      .key("dir", &O::dir, Type::Path, Node("runs/${name}"), "run folder")
+      .key("save_every", &O::save_every, Type::Int, Node("epoch"),
            "write checkpoint-<step>/ every `epoch`, every N optimizer steps, or `never` "
            "(also at the end and on SIGINT/SIGTERM unless never)")
       .min(1).choices({"epoch", "never"})
-      .add("keep_last", Type::Int, yaml("3"),
+      .key("keep_last", &O::keep_last, Type::Int, yaml("3"),
            "keep the newest N checkpoints (plus the best and the one resumed from); null = keep all")
       .min(1).nullable()
-      .add("best_metric", Type::String, Node("eval_loss"),
-           "evaluation metric that picks checkpoint-best (losses: lower is better); null = none")
+      .key("best_metric", Type::String, Node("eval_loss"),
+           "evaluation metric that picks checkpoint-best (losses: lower is better); null = none",
+           [](O& o, const Node& v) {
+             if (v.IsNull()) return;
+             // As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are
+             // better lower, everything else higher.
+             o.best_metric = v.as<std::string>();
+             if (o.best_metric.rfind("eval_", 0) != 0) o.best_metric = "eval_" + o.best_metric;
+             o.greater_is_better = o.best_metric.find("loss") == std::string::npos;
+           })
       .choices({"eval_loss", "eval_accuracy", "eval_top5", "loss", "accuracy", "top5"}).nullable()
-      .add("resume", Type::Path, Node("auto"),
+      .key("resume", &O::resume, Type::Path, Node("auto"),
            "auto (newest complete checkpoint in dir, else a fresh start) | never | PATH of a checkpoint folder");
 }
 
-// world: processes, threads and device.
-Schema world_schema() {
-  return Schema()
-      .add("nproc_per_node", Type::Int, yaml("1"),
-           "worker processes on this node (torchrun --nproc_per_node); auto = one per GPU on CUDA, one on a CPU")
-      .min(1).choices({"auto"})
-      .add("nnodes", Type::Int, yaml("1"), "nodes in the world; run the same command on each").min(1)
-      .add("node_rank", Type::Int, yaml("0"), "this node's index, 0 .. nnodes-1").min(0)
-      .add("master_addr", Type::String, yaml("127.0.0.1"), "address of node 0, where rank 0 hosts the rendezvous")
-      .add("master_port", Type::Int, yaml("29500"), "rendezvous port on node 0; 0 = any free port (one node only)")
-      .range(0, 65535)
-      .add("init_method", Type::String, yaml("env"),
-           "env (TCPStore at master_addr:master_port) | file:///shared/path (FileStore)")
-      .add("backend", Type::String, yaml("auto"), "gloo | nccl | auto (nccl on CUDA, gloo on CPU)")
-      .choices({"gloo", "nccl", "auto"})
-      .add("timeout_s", Type::Float, yaml("60"), "process-group timeout: a dead rank stops the others within it")
-      .above(0)
-      .add("max_restarts", Type::Int, yaml("0"), "relaunch the whole world this many times after a failure").min(0)
-      .add("device", Type::String, Node("auto"), "cpu | cuda | auto (cuda when available)")
-      .choices({"cpu", "cuda", "auto"})
-      .add("threads_per_proc", Type::Int, Node("auto"), "intra-op threads; auto = usable CPUs / local processes")
-      .min(1).choices({"auto"});
-}
-
 // One `freeze:` rule.
-Schema freeze_rule_schema() {
-  return Schema()
-      .required("params", Type::String, "glob over parameter names (`*`, `fc.*`, `layer4.*`)")
-      .required("trainable", Type::Bool, "whether the matching parameters train")
-      .add("from_epoch", Type::Int, yaml("0"),
+SectionSpec<FreezeRule> declare_freeze_rule() {
+  using F = FreezeRule;
+  return SectionSpec<F>()
+      .required("params", &F::params, Type::String, "glob over parameter names (`*`, `fc.*`, `layer4.*`)")
+      .required("trainable", &F::trainable, Type::Bool, "whether the matching parameters train")
+      .key("from_epoch", &F::from_epoch, Type::Int, yaml("0"),
            "the rule applies from this epoch on (counting from 0): gradual unfreezing")
       .min(0);
 }
 
-std::map<std::string, Schema> make_sections() {
-  std::map<std::string, Schema> s;
-  s[""] = top_level_schema();
-  s["data"] = data_schema();
-  s["train"] = train_schema();
-  s["output"] = output_schema();
-  s["world"] = world_schema();
-  s["freeze[]"] = freeze_rule_schema();
-  return s;
+const SectionSpec<DataConfig>& data_section() {
+  static const auto spec = declare_data();
+  return spec;
+}
+const SectionSpec<TrainConfig>& train_section() {
+  static const auto spec = declare_train();
+  return spec;
+}
+const SectionSpec<CheckpointOptions>& output_section() {
+  static const auto spec = declare_output();
+  return spec;
+}
+const SectionSpec<FreezeRule>& freeze_rule_section() {
+  static const auto spec = declare_freeze_rule();
+  return spec;
 }
 
-const std::map<std::string, Schema>& sections() {
-  static const auto s = make_sections();
-  return s;
+// A reader that reads a whole section into `member` with `spec`.
+template <class S>
+SectionSpec<RunConfig>::Reader section(S RunConfig::*member, const SectionSpec<S>& spec) {
+  return [member, &spec](RunConfig& c, const Node& v) { c.*member = spec.read(v); };
+}
+
+// The top level: what a recipe is made of. A component's section is checked against its
+// registered schema and built by the job; the typed view keeps its name.
+SectionSpec<RunConfig> declare_top_level() {
+  using R = RunConfig;
+  return SectionSpec<R>()
+      .key("name", &R::name, Type::String, Node(), "run name; default: the recipe file's stem")
+      .key("seed", &R::seed, Type::Int, yaml("42"), "seeds model init, shuffling, augmentation and dropout").min(0)
+      .required("model", Type::Map, "the model: `name` from `trainrun list models` + its parameters",
+                [](R& c, const Node& v) { c.model = name_of(v); })
+      .required("data", Type::Map, "dataset, transforms and batch sizes", section(&R::data, data_section()))
+      .key("optimizer", Type::Map, map_of({{"name", Node("adamw")}}),
+           "`name` from `trainrun list optimizers` + its parameters",
+           [](R& c, const Node& v) { c.optimizer = name_of(v); })
+      .key("scheduler", Type::Map, map_of({{"name", Node("constant")}}),
+           "`name` from `trainrun list schedulers` + its parameters",
+           [](R& c, const Node& v) { c.scheduler = name_of(v); })
+      .key("precision", &R::precision, Type::String, Node("fp32"),
+           "fp32 | bf16 (autocast) | fp16 (CUDA only) | auto (fp16 on CUDA; bf16 on a CPU with bf16 units, else fp32)")
+      .choices({"fp32", "bf16", "fp16", "auto"})
+      .key("memory_format", &R::memory_format, Type::String, Node("auto"),
+           "contiguous | channels_last (NHWC activations and conv weights, as model.to(memory_format=torch.channels_last)) | "
+           "auto (channels_last for convolutional nets where oneDNN or CUDA runs them faster)")
+      .choices({"auto", "contiguous", "channels_last"})
+      .key("freeze", Type::List, Node(YAML::NodeType::Sequence),
+           "ordered rules {params: GLOB, trainable: BOOL}; last match wins",
+           [](R& c, const Node& rules) {
+             for (const auto& rule : rules) c.freeze.push_back(freeze_rule_section().read(rule));
+           })
+      .key("train", Type::Map, Node(YAML::NodeType::Map), "the training loop", section(&R::train, train_section()))
+      .key("output", Type::Map, Node(YAML::NodeType::Map), "what the run writes", section(&R::output, output_section()))
+      .key("world", Type::Map, Node(YAML::NodeType::Map), "processes, threads and device", section(&R::world, world_section()))
+      .key("callbacks", Type::List, Node(YAML::NodeType::Sequence),
+           "callbacks added to the built-in ones, each `name` from `trainrun list callbacks` + its parameters",
+           [](R& c, const Node& list) {
+             for (std::size_t i = 0; i < list.size(); ++i)
+               c.callbacks.push_back({name_of(list[i]), Config(list[i], "callbacks[" + std::to_string(i) + "]")});
+           })
+      .key("plugins", Type::StringList, Node(YAML::NodeType::Sequence),
+           "shared libraries loaded before the recipe is checked; their components register themselves");
+}
+
+const SectionSpec<RunConfig>& top_level_section() {
+  static const auto spec = declare_top_level();
+  return spec;
+}
+
+// The sections `describe recipe/...` and the loader know, in the order a recipe reads.
+const std::vector<std::pair<std::string, const Schema*>>& sections() {
+  static const std::vector<std::pair<std::string, const Schema*>> all = {
+      {"", &top_level_section().schema()},       {"data", &data_section().schema()},
+      {"train", &train_section().schema()},      {"output", &output_section().schema()},
+      {"world", &world_section().schema()},      {"freeze[]", &freeze_rule_section().schema()},
+  };
+  return all;
 }
 
 }  // namespace
 
-const Schema& section_schema(const std::string& section) { return sections().at(section); }
+const Schema& section_schema(const std::string& section) {
+  for (const auto& [name, schema] : sections())
+    if (name == section) return *schema;
+  throw std::out_of_range("no recipe section '" + section + "'");
+}
 
 std::vector<std::string> section_names() {
   std::vector<std::string> out;
-  for (auto& [k, _] : sections())
-    if (!k.empty() && k.back() != ']') out.push_back(k);
+  for (const auto& [name, _] : sections())
+    if (!name.empty() && name.back() != ']') out.push_back(name);
   return out;
+}
+
+RunConfig RunConfig::from(const YAML::Node& root) {
+  RunConfig c = top_level_section().read(root);
+  // train.unfreeze_at_epoch: E is the last freeze rule {"*", true, E}.
+  if (c.train.unfreeze_at_epoch) c.freeze.push_back({"*", true, *c.train.unfreeze_at_epoch});
+  return c;
 }
 
 }  // namespace trainrun

@@ -26,9 +26,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 AcceleratorOptions accelerator_options(const Job& job) {
   AcceleratorOptions o;
-  o.backend = job.config.world.backend;
+  o.world = job.config.world;
   o.device = job.device;
-  o.timeout = std::chrono::milliseconds(int64_t(job.config.world.timeout_s * 1000));
   return o;
 }
 

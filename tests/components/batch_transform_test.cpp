@@ -118,7 +118,7 @@ std::vector<Batch> load_epoch(DataLoader& loader, int64_t e) {
 
 TEST(BatchTransforms, SameBatchesWhateverTheWorkers) {
   auto data = std::make_shared<LabelledNoise>();
-  Compose to_tensor({Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}")))});
+  Compose to_tensor({Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}")), ModelInput{})});
   std::vector<std::vector<Batch>> runs;
   for (int64_t workers : {0, 1, 3}) {
     LoaderOptions o;

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using test::make_dataset;
 
 std::shared_ptr<Transform> transform(const std::string& name, const std::string& params) {
-  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
+  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name), ModelInput{});
 }
 
 Compose transforms(const std::vector<std::pair<std::string, std::string>>& steps) {

@@ -373,7 +373,7 @@ namespace {
 
 TEST(FreezeRules, BnEvalKeepsFrozenBatchNormStatistics) {
   auto model = make_model("resnet18", "{num_classes: 10}");
-  apply_freeze_rules(*model, {{"*", false}, {"layer4.*", true}});
+  apply_freeze_rules(*model, {{"*", false, 0}, {"layer4.*", true, 0}});
   model->train();
   EXPECT_EQ(freeze_batchnorm_statistics(*model), 15);  // bn1, layers 1-3 (4+5+5); layer4's BNs train
   auto buffers = model->named_buffers();

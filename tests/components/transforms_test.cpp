@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 std::shared_ptr<Transform> make(const std::string& name, const std::string& params) {
-  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name));
+  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name), ModelInput{});
 }
 
 struct Diff {

@@ -1,0 +1,23 @@
+// The recipe's `auto` values and choices resolved for this machine and launch: the device, the
+// precision, the memory format, and the process/thread layout.
+#pragma once
+
+#include "runner/recipe/job.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+namespace trainrun {
+
+// world.device: cuda | cpu, `auto` as CUDA's availability says. RecipeError for a missing CUDA.
+std::string resolve_device(const std::string& wanted);
+// job.precision (and its reason) from the recipe's precision on job.device.
+void resolve_precision(Job& job);
+// job.channels_last (and its reason) from the recipe's memory_format; makes the 4-D weights NHWC.
+void resolve_memory_format(Job& job);
+// Fills the `auto` values the typed views need into the validated recipe, so the resolved recipe
+// shows what ran: world.nproc_per_node, world.threads_per_proc and data.eval_batch_size.
+void resolve_auto_values(YAML::Node root);
+
+}  // namespace trainrun
