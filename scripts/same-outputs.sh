@@ -77,7 +77,7 @@ while IFS= read -r f; do
     # from run to run: the same tensors, in some order.
     *optimizer.pt) [ "$(tensors "$f")" = "$(tensors "$g")" ] || { echo "differs: $rel"; status=1; } ;;
     *.safetensors|*.pt|*.bin|*rng_state*|*scheduler*) cmp -s "$f" "$g" || { echo "differs: $rel"; status=1; } ;;
-    *) diff -q <(mask "$f") <(mask "$g") >/dev/null || { echo "differs: $rel"; diff <(mask "$f") <(mask "$g") | head -8; status=1; } ;;
+    *) diff -q <(mask "$f") <(mask "$g") >/dev/null || { echo "differs: $rel"; diff <(mask "$f") <(mask "$g") | head -8 || true; status=1; } ;;
   esac
 done < <(find "$work/a" -type f ! -name 'events.out.tfevents*' | sort)
 while IFS= read -r g; do rel=${g#"$work/b/"}; [ -e "$work/a/$rel" ] || { echo "only in new: $rel"; status=1; }; done < <(find "$work/b" -type f ! -name 'events.out.tfevents*' | sort)
