@@ -13,6 +13,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <fstream>
+
 namespace trainrun {
 namespace {
 
@@ -25,14 +27,31 @@ std::shared_ptr<BatchTransform> mixup(const std::string& params) {
   return entry.make(Config(node, "data.batch_transforms[0].mixup"));
 }
 
-// Runs the reference on `batch` with `draw` forced; returns its x, target and lam.
-TensorList python_mixup(const Batch& batch, const MixDraw& d, int64_t classes, double smoothing, bool correct) {
+// One case for the reference: a batch, how it was drawn, the mixer's options.
+struct MixCase {
+  Batch batch;
+  MixDraw draw;
+  MixupOptions options;
+};
+
+// Runs the reference on every case at once (one Python start); returns x_K, target_K, lam_K.
+TensorList python_mixup(const std::vector<MixCase>& cases, int64_t classes) {
   test::TempDir dir;
-  save_safetensors(dir / "in.safetensors", {{"x", batch.inputs}, {"target", batch.targets}});
-  auto r = test::run(fmt::format("{} {} {} {} {:.17g} {} {} {} {} {} {} {} {}", test::kPython,
-                                 test::source("tests/py/mixup_ref.py"), dir / "in.safetensors", dir / "out.safetensors",
-                                 d.lam, int(d.cutmix), d.box[0], d.box[1], d.box[2], d.box[3], classes, smoothing,
-                                 int(correct)));
+  TensorList in;
+  nlohmann::json specs = nlohmann::json::array();
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const auto& [batch, d, o] = cases[k];
+    in.emplace_back("x_" + std::to_string(k), batch.inputs);
+    in.emplace_back("target_" + std::to_string(k), batch.targets);
+    specs.push_back({{"mode", o.mode},          {"lam", d.lam},
+                     {"cutmix", d.cutmix},      {"box", d.box},
+                     {"num_classes", classes},  {"smoothing", o.label_smoothing},
+                     {"correct_lam", o.correct_lam}, {"minmax", o.cutmix_minmax.has_value()}});
+  }
+  save_safetensors(dir / "in.safetensors", in);
+  std::ofstream(dir / "draws.json") << specs.dump();
+  auto r = test::run(fmt::format("{} {} {} {} {}", test::kPython, test::source("tests/py/mixup_ref.py"),
+                                 dir / "in.safetensors", dir / "out.safetensors", dir / "draws.json"));
   EXPECT_EQ(r.code, 0) << r.err;
   return load_safetensors(dir / "out.safetensors");
 }
@@ -49,55 +68,100 @@ Batch random_batch(int64_t n, int64_t classes) {
   return {torch::rand({n, 3, 10, 12}, g), torch::randint(0, classes, {n}, g, torch::kLong)};
 }
 
+// Every mode, mixup and CutMix (a box inside, one clipped at the border, cutmix_minmax's), not
+// mixed, even and odd batches: the images bit for bit, the targets within 1e-7.
 TEST(Mixup, MixesAsTimmWithTheDrawForced) {
-  MixupOptions o;
-  o.label_smoothing = 0.1;
-  Mixup m(o);
-  const std::vector<MixDraw> draws = {
-      {0.3719, false, {0, 0, 0, 0}},  // mixup
-      {0.6, true, {2, 9, 1, 8}},     // CutMix: lambda corrected to the box
-      {0.45, true, {0, 10, 5, 12}},  // a box clipped at the border
-      {1.0, false, {0, 0, 0, 0}},    // not mixed: targets only smoothed
+  const std::vector<MixDraw> batch_draws = {
+      {{0.3719}, {false}, {{{0, 0, 0, 0}}}},   // mixup
+      {{0.6}, {true}, {{{2, 9, 1, 8}}}},       // CutMix: lambda corrected to the box
+      {{0.45}, {true}, {{{0, 10, 5, 12}}}},    // a box clipped at the border
+      {{1.0}, {false}, {{{0, 0, 0, 0}}}},      // not mixed: targets only smoothed
   };
-  for (const auto& d : draws) {
-    for (int64_t n : {6, 5}) {  // an odd batch mixes its middle example with itself
-      Batch b = random_batch(n, 7), original{b.inputs.clone(), b.targets.clone()};
-      double lam = m.apply(b, d, 7);
-      auto want = python_mixup(original, d, 7, 0.1, true);
-      EXPECT_DOUBLE_EQ(lam, named(want, "lam").item<double>());
-      EXPECT_TRUE(b.inputs.equal(named(want, "x"))) << (b.inputs - named(want, "x")).abs().max().item<double>();
-      EXPECT_LE((b.targets - named(want, "target")).abs().max().item<double>(), 1e-7);
-      EXPECT_NEAR(b.targets.sum(1).mean().item<double>(), 1.0, 1e-6);
+  std::vector<MixCase> cases;
+  for (const char* mode : {"batch", "pair", "elem"}) {
+    for (bool minmax : {false, true}) {
+      MixupOptions o;
+      o.mode = mode;
+      if (minmax) o.cutmix_minmax = std::make_pair(0.3, 0.8);
+      o.mixup_alpha = 0.8, o.cutmix_alpha = 1.0;
+      Mixup m(o);
+      for (int64_t n : {6, 5}) {  // an odd batch: its middle example
+        std::vector<MixDraw> draws;
+        if (std::string(mode) == "batch") {
+          draws = batch_draws;
+        } else {  // per unit, drawn (a seeded generator: mixed, CutMix and not mixed among them)
+          for (uint64_t seed : {1, 2, 3}) {
+            Rng rng(seed);
+            draws.push_back(m.draw(n, 10, 12, rng));
+          }
+        }
+        for (const auto& d : draws) cases.push_back({random_batch(n, 7), d, o});
+      }
     }
+  }
+  ASSERT_EQ(cases.size(), 2u * 2 * 4 + 2 * 2 * 2 * 3);
+  auto want = python_mixup(cases, 7);
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    auto& [batch, d, o] = cases[k];
+    const std::string K = std::to_string(k), what = o.mode + " case " + K;
+    Batch b{batch.inputs.clone(), batch.targets.clone()};
+    std::vector<double> lam = Mixup(o).apply(b, d, 7);
+    at::Tensor want_lam = named(want, "lam_" + K);
+    ASSERT_EQ(int64_t(lam.size()), b.inputs.size(0)) << what;
+    for (std::size_t i = 0; i < lam.size(); ++i) EXPECT_DOUBLE_EQ(lam[i], want_lam[int64_t(i)].item<double>()) << what;
+    EXPECT_TRUE(b.inputs.equal(named(want, "x_" + K))) << what << ": "
+                                                       << (b.inputs - named(want, "x_" + K)).abs().max().item<double>();
+    EXPECT_LE((b.targets - named(want, "target_" + K)).abs().max().item<double>(), 1e-7) << what;
+    EXPECT_NEAR(b.targets.sum(1).mean().item<double>(), 1.0, 1e-6) << what;
   }
 }
 
 TEST(Mixup, DrawsFollowTheOptions) {
   Rng rng(1);
   Mixup never(MixupOptions{1.0, 0.0, /*prob=*/0.0});
-  EXPECT_EQ(never.draw(10, 12, rng).lam, 1.0);
+  EXPECT_EQ(never.draw(4, 10, 12, rng).lam, std::vector<double>(1, 1.0));
   Mixup cut_only(MixupOptions{0.0, 1.0});
   int64_t mixed = 0;
   for (int i = 0; i < 200; ++i) {
-    MixDraw d = cut_only.draw(10, 12, rng);
-    EXPECT_TRUE(d.cutmix);
-    EXPECT_GE(d.box[0], 0);
-    EXPECT_LE(d.box[1], 10);
-    EXPECT_LE(d.box[3], 12);
-    mixed += d.lam > 0 && d.lam < 1;
+    MixDraw d = cut_only.draw(4, 10, 12, rng);
+    ASSERT_EQ(d.lam.size(), 1u);
+    EXPECT_TRUE(d.cutmix[0]);
+    EXPECT_GE(d.box[0][0], 0);
+    EXPECT_LE(d.box[0][1], 10);
+    EXPECT_LE(d.box[0][3], 12);
+    mixed += d.lam[0] > 0 && d.lam[0] < 1;
   }
   EXPECT_EQ(mixed, 200);
+  MixupOptions minmax{0.0, 1.0};
+  minmax.cutmix_minmax = std::make_pair(0.2, 0.6);
+  minmax.mode = "elem";
+  MixDraw boxes = Mixup(minmax).draw(64, 10, 20, rng);
+  ASSERT_EQ(boxes.box.size(), 64u);
+  for (auto& b : boxes.box) {  // sides in [int(0.2 n), int(0.6 n)), inside the image
+    EXPECT_GE(b[1] - b[0], 2);
+    EXPECT_LT(b[1] - b[0], 6);
+    EXPECT_GE(b[0], 0);
+    EXPECT_LE(b[1], 10);
+    EXPECT_GE(b[3] - b[2], 4);
+    EXPECT_LT(b[3] - b[2], 12);
+    EXPECT_GE(b[2], 0);
+    EXPECT_LE(b[3], 20);
+  }
+  MixupOptions pairs;
+  pairs.mode = "pair";
+  EXPECT_EQ(Mixup(pairs).draw(7, 10, 12, rng).lam.size(), 3u);
   Mixup both(MixupOptions{1.0, 1.0, 1.0, /*switch_prob=*/0.5});
   int64_t cut = 0;
   double mean = 0;
   for (int i = 0; i < 4000; ++i) {
-    MixDraw d = both.draw(10, 12, rng);
-    cut += d.cutmix;
-    mean += d.lam / 4000;
+    MixDraw d = both.draw(4, 10, 12, rng);
+    cut += d.cutmix[0];
+    mean += d.lam[0] / 4000;
   }
   EXPECT_NEAR(double(cut) / 4000, 0.5, 0.04);
   EXPECT_NEAR(mean, 0.5, 0.03);  // Beta(1, 1) is uniform
   EXPECT_THROW(mixup("{mixup_alpha: 0.0, cutmix_alpha: 0.0}"), std::invalid_argument);
+  EXPECT_THROW(mixup("{cutmix_minmax: [0.5, 0.4]}"), std::invalid_argument);
 }
 
 struct LabelledNoise : Dataset {
