@@ -109,8 +109,11 @@ TEST(Layers, EveryLibraryFolderIsInALayer) {
     std::set<std::string> folders = {top};
     for (auto& e : fs::recursive_directory_iterator(test::source(top)))
       if (e.is_directory()) folders.insert(fs::relative(e.path(), test::source("")).string());
-    for (auto& f : folders)
-      if (f != "components" && f != "runner") EXPECT_TRUE(rank.count(f)) << f << " is in no layer";
+    for (auto& f : folders) {
+      if (f != "components" && f != "runner") {
+        EXPECT_TRUE(rank.count(f)) << f << " is in no layer";
+      }
+    }
   }
 }
 

@@ -116,11 +116,20 @@ TEST(Mixup, MixesAsTimmWithTheDrawForced) {
   }
 }
 
+MixupOptions alphas(double mixup_alpha, double cutmix_alpha, double prob = 1.0, double switch_prob = 0.5) {
+  MixupOptions o;
+  o.mixup_alpha = mixup_alpha;
+  o.cutmix_alpha = cutmix_alpha;
+  o.prob = prob;
+  o.switch_prob = switch_prob;
+  return o;
+}
+
 TEST(Mixup, DrawsFollowTheOptions) {
   Rng rng(1);
-  Mixup never(MixupOptions{1.0, 0.0, /*prob=*/0.0});
+  Mixup never(alphas(1.0, 0.0, /*prob=*/0.0));
   EXPECT_EQ(never.draw(4, 10, 12, rng).lam, std::vector<double>(1, 1.0));
-  Mixup cut_only(MixupOptions{0.0, 1.0});
+  Mixup cut_only(alphas(0.0, 1.0));
   int64_t mixed = 0;
   for (int i = 0; i < 200; ++i) {
     MixDraw d = cut_only.draw(4, 10, 12, rng);
@@ -132,7 +141,7 @@ TEST(Mixup, DrawsFollowTheOptions) {
     mixed += d.lam[0] > 0 && d.lam[0] < 1;
   }
   EXPECT_EQ(mixed, 200);
-  MixupOptions minmax{0.0, 1.0};
+  MixupOptions minmax = alphas(0.0, 1.0);
   minmax.cutmix_minmax = std::make_pair(0.2, 0.6);
   minmax.mode = "elem";
   MixDraw boxes = Mixup(minmax).draw(64, 10, 20, rng);
@@ -150,7 +159,7 @@ TEST(Mixup, DrawsFollowTheOptions) {
   MixupOptions pairs;
   pairs.mode = "pair";
   EXPECT_EQ(Mixup(pairs).draw(7, 10, 12, rng).lam.size(), 3u);
-  Mixup both(MixupOptions{1.0, 1.0, 1.0, /*switch_prob=*/0.5});
+  Mixup both(alphas(1.0, 1.0, 1.0, /*switch_prob=*/0.5));
   int64_t cut = 0;
   double mean = 0;
   for (int i = 0; i < 4000; ++i) {
