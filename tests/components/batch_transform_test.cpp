@@ -4,6 +4,7 @@
 #include "components/data/batch_transform.h"
 #include "components/data/loader.h"
 #include "components/data/mixup.h"
+#include "components/make_dataset.h"
 #include "components/optim/optim.h"
 #include "runner/recipe/job.h"
 #include "runner/train/trainer.h"
@@ -182,13 +183,6 @@ struct LabelledNoise : Dataset {
   int64_t label(std::size_t i) const override { return int64_t(i % 4); }
 };
 
-std::vector<Batch> load_epoch(DataLoader& loader, int64_t e) {
-  std::vector<Batch> out;
-  loader.start_epoch(e);
-  while (auto b = loader.next()) out.push_back(*b);
-  return out;
-}
-
 TEST(BatchTransforms, SameBatchesWhateverTheWorkers) {
   auto data = std::make_shared<LabelledNoise>();
   Compose to_tensor({Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}")), ModelInput{})});
@@ -201,8 +195,8 @@ TEST(BatchTransforms, SameBatchesWhateverTheWorkers) {
     o.num_classes = 4;
     o.batch_transforms = {mixup("{mixup_alpha: 0.8, cutmix_alpha: 1.0}")};
     DataLoader loader(data, to_tensor, o);
-    load_epoch(loader, 0);
-    runs.push_back(load_epoch(loader, 1));
+    test::load_epoch(loader, 0);
+    runs.push_back(test::load_epoch(loader, 1));
   }
   ASSERT_EQ(runs[0].size(), 6u);
   for (std::size_t r = 1; r < runs.size(); ++r)

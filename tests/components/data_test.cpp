@@ -15,6 +15,7 @@ namespace trainrun {
 namespace {
 
 namespace fs = std::filesystem;
+using test::load_epoch;
 using test::make_dataset;
 
 std::shared_ptr<Transform> transform(const std::string& name, const std::string& params) {
@@ -320,13 +321,6 @@ class Indexed : public Dataset {
   std::size_t n_;
 };
 
-std::vector<Batch> epoch(DataLoader& loader, int64_t e) {
-  std::vector<Batch> out;
-  loader.start_epoch(e);
-  while (auto b = loader.next()) out.push_back(*b);
-  return out;
-}
-
 TEST(Loader, BatchesAreIdenticalWhateverTheNumberOfWorkers) {
   Compose t = transforms({{"random_resized_crop", "{size: 12, scale: [0.08, 1.0], ratio: [0.75, 1.3333]}"},
                           {"random_horizontal_flip", "{p: 0.5}"},
@@ -347,8 +341,8 @@ TEST(Loader, BatchesAreIdenticalWhateverTheNumberOfWorkers) {
     o.workers = workers;
     o.shard.seed = 11;
     DataLoader loader(noisy, t, o);
-    epoch(loader, 0);  // a first epoch, so the second shows that epochs differ but workers do not
-    runs.push_back(epoch(loader, 1));
+    load_epoch(loader, 0);  // a first epoch, so the second shows that epochs differ but workers do not
+    runs.push_back(load_epoch(loader, 1));
   }
   ASSERT_EQ(runs[0].size(), 8u);
   for (std::size_t r = 1; r < runs.size(); ++r)
@@ -393,7 +387,7 @@ TEST(Loader, BatchesWrittenInPlaceAreTheStackedOnes) {
     DataLoader in_place(data, Compose({rrc, flip, tt, norm}), o);
     DataLoader stacked(data, Compose({rrc, flip, tt, std::make_shared<Plain>(norm)}), o);
     for (int64_t e : {0, 1}) {
-      auto a = epoch(in_place, e), b = epoch(stacked, e);  // every batch held: none may share memory
+      auto a = load_epoch(in_place, e), b = load_epoch(stacked, e);  // every batch held: none may share memory
       ASSERT_EQ(a.size(), b.size());
       for (std::size_t k = 0; k < a.size(); ++k) {
         EXPECT_TRUE(a[k].inputs.equal(b[k].inputs)) << "workers " << workers << " epoch " << e << " batch " << k;
@@ -417,7 +411,7 @@ TEST(Loader, RanksCoverEveryIndexOncePerEpoch) {
       for (bool train : {true, false}) {
         o.shard.shuffle = o.shard.pad = train;
         DataLoader loader(data, transforms({{"to_tensor", "{}"}}), o);
-        for (auto& b : epoch(loader, 3))
+        for (auto& b : load_epoch(loader, 3))
           for (int64_t i = 0; i < b.targets.size(0); ++i) (train ? train_seen : eval_seen).insert(b.targets[i].item<int64_t>());
       }
     }
@@ -543,7 +537,7 @@ TEST(DecodeRegion, LoaderBatchesAreTheSameAsWithFullDecodes) {
       o.shard.seed = 3;
       DataLoader a(data, fast, o), b(data, slow, o);
       for (int64_t e : {0, 1}) {
-        auto fa = epoch(a, e), sb = epoch(b, e);
+        auto fa = load_epoch(a, e), sb = load_epoch(b, e);
         ASSERT_EQ(fa.size(), sb.size());
         for (std::size_t k = 0; k < fa.size(); ++k) {
           EXPECT_TRUE(fa[k].inputs.equal(sb[k].inputs)) << params << " channels " << channels << " epoch " << e << " batch " << k;
