@@ -93,7 +93,11 @@ std::string Param::check(const YAML::Node& v) const {
       std::find(choices.begin(), choices.end(), v.Scalar()) != choices.end())
     return "";  // a special word such as `auto`
   if (type == Type::Map) return v.IsMap() || (scalar_ok && v.IsScalar()) ? "" : "expected a mapping, got " + show(v);
-  if (type == Type::List) return v.IsSequence() ? "" : "expected a list, got " + show(v);
+  if (type == Type::List) {
+    std::string words;
+    for (auto& c : choices) words += " or '" + c + "'";
+    return v.IsSequence() ? "" : "expected a list" + words + ", got " + show(v);
+  }
   if (is_list_type) {
     if (v.IsScalar() && scalar_ok) return check_scalar(*this, element_type(type), v);
     if (!v.IsSequence()) return std::string("expected a ") + type_name(type) + ", got " + show(v);

@@ -35,7 +35,14 @@ class BasicNetImpl : public Classifier {
     return torch::log_softmax(fc2(x), 1);
   }
 
-  InputConfig input_config() const override { return {{0.1307}, {0.3081}, {1, 28, 28}}; }
+  InputConfig input_config() const override {
+    InputConfig in;
+    in.mean = {0.1307};  // the example's Normalize((0.1307,), (0.3081,))
+    in.std = {0.3081};
+    in.input_size = {1, 28, 28};
+    in.resize_and_crop = false;  // its test_loader: ToTensor + Normalize only
+    return in;
+  }
   std::string classifier_pattern() const override { return "fc2.*"; }
   bool outputs_log_probs() const override { return true; }
 

@@ -12,10 +12,18 @@
 
 namespace trainrun {
 
+// timm's pretrained_cfg data keys for the weights `model.pretrained: true` loads: what
+// `normalize: {mean: model}` takes, and the eval pipeline `data.eval_transforms: model` builds
+// when the weights bring no config.json of their own (timm's resolve_data_config).
 struct InputConfig {
   std::vector<double> mean;
   std::vector<double> std;
   std::vector<int64_t> input_size;  // C, H, W
+  std::string interpolation = "bilinear";  // of the eval resize
+  double crop_pct = 0.875;                 // eval: resize the shorter side to input_size / crop_pct, centre-crop
+  // false: the images come at input_size and are evaluated as they are (to_tensor + normalize),
+  // as PyTorch's MNIST example evaluates BasicNet.
+  bool resize_and_crop = true;
 };
 
 class Classifier : public torch::nn::Module {

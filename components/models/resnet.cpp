@@ -29,6 +29,9 @@ struct ResNetConfig {
   bool avg_down = false;          // shortcut = AvgPool2d(2) -> 1x1 conv -> BN, instead of a strided 1x1 conv
   bool zero_init_last = false;    // default: torchvision's zero_init_residual=False, timm's zero_init_last=True
   std::string published;          // model.pretrained: true (timm's default pretrained tag on the Hub)
+  // The published weights' pretrained_cfg (timm's default_cfgs entry for that tag).
+  std::string interpolation = "bilinear";
+  double crop_pct = 0.875;
 };
 
 // What a recipe chooses on top of the architecture.
@@ -154,7 +157,9 @@ nn::Sequential make_shortcut(int64_t in, int64_t out, int64_t stride, bool avg_d
 
 class ResNetImpl : public Classifier {
  public:
-  explicit ResNetImpl(const ResNetOptions& o) : drop_rate_(o.drop_rate), published_(o.arch.published) {
+  explicit ResNetImpl(const ResNetOptions& o)
+      : drop_rate_(o.drop_rate), published_(o.arch.published), interpolation_(o.arch.interpolation),
+        crop_pct_(o.arch.crop_pct) {
     const ResNetConfig& a = o.arch;
     int64_t inplanes = a.stem_type == "deep" ? a.stem_width * 2 : 64;
     if (a.stem_type == "deep") {
@@ -208,7 +213,13 @@ class ResNetImpl : public Classifier {
   }
 
   InputConfig input_config() const override {
-    return {{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, {3, 224, 224}};  // timm's IMAGENET_DEFAULT_*
+    InputConfig in;
+    in.mean = {0.485, 0.456, 0.406};  // timm's IMAGENET_DEFAULT_*
+    in.std = {0.229, 0.224, 0.225};
+    in.input_size = {3, 224, 224};
+    in.interpolation = interpolation_;
+    in.crop_pct = crop_pct_;
+    return in;
   }
   std::string classifier_pattern() const override { return "fc.*"; }
   std::string published_weights() const override { return published_; }
@@ -233,6 +244,8 @@ class ResNetImpl : public Classifier {
   nn::Linear fc_{nullptr};
   double drop_rate_;
   std::string published_;
+  std::string interpolation_;
+  double crop_pct_;
 };
 
 // torchvision's IMAGENET1K_V1 weights, as timm publishes them on the Hub (our resnet18 is
@@ -240,6 +253,8 @@ class ResNetImpl : public Classifier {
 ResNetConfig resnet18_config() {
   ResNetConfig c;
   c.published = "hf-hub:timm/resnet18.tv_in1k";
+  c.interpolation = "bilinear";  // timm's _cfg for resnet18.tv_in1k: torchvision's Resize(256), CenterCrop(224)
+  c.crop_pct = 0.875;
   return c;
 }
 
@@ -252,6 +267,8 @@ ResNetConfig resnet50d_config() {
   c.avg_down = true;
   c.zero_init_last = true;
   c.published = "hf-hub:timm/resnet50d.ra2_in1k";  // the first (default) resnet50d tag in timm's default_cfgs
+  c.interpolation = "bicubic";  // its _ttcfg: bicubic, crop_pct 0.875 (test_crop_pct 0.95 is for 288x288 tests)
+  c.crop_pct = 0.875;
   return c;
 }
 

@@ -13,6 +13,16 @@
 namespace trainrun::cli {
 namespace {
 
+// One line per transform with every parameter, as the run builds it.
+void print_transforms(const char* title, const YAML::Node& list, const std::string& from) {
+  std::cout << title << (from.empty() ? "" : " (data.eval_transforms: model, from " + from + ")") << ":\n";
+  for (const auto& item : list) {
+    YAML::Emitter params;
+    params << YAML::Flow << item.begin()->second;
+    std::cout << "  " << item.begin()->first.as<std::string>() << " " << params.c_str() << "\n";
+  }
+}
+
 std::string class_counts(const Dataset& d, const std::vector<std::string>& classes) {
   std::vector<int64_t> counts(classes.size(), 0);
   for (std::size_t i = 0; i < d.size(); ++i) ++counts.at(std::size_t(d.label(i)));
@@ -73,6 +83,12 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool download
   std::cout << "  train class counts: " << class_counts(*job.data.train, job.data.classes) << "\n";
   std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts(*job.data.eval, job.data.classes)
             << "\n";
+  print_transforms("train transforms", job.recipe.root["data"]["train_transforms"], "");
+  if (job.eval_transforms_pending)
+    std::cout << "eval transforms: model, from the weights' config.json, not downloaded yet: a run fetches it first "
+                 "(or `trainrun check --download`)\n";
+  else
+    print_transforms("eval transforms", job.recipe.root["data"]["eval_transforms"], job.eval_transforms_from);
   std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"
             << (world > 1 ? "es" : "") << (accum > 1 ? " x " + std::to_string(accum) + " accumulated" : "") << "), total " << total << " optimizer steps\n";
   std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"

@@ -92,6 +92,7 @@ void build_model(Job& job, const JobOptions& options) {
   } catch (const std::invalid_argument& e) {
     throw RecipeError(std::string("model: ") + e.what());
   }
+  resolve_eval_transforms(job, options);  // a bad config.json is reported before the weights download
   if (options.pretrained) load_pretrained(job, options);
   std::vector<int64_t> matched = apply_freeze_rules(*job.model, job.config.freeze);
   for (std::size_t i = 0; i < matched.size(); ++i)
@@ -129,7 +130,8 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   const InputConfig input = job.model->input_config();
   const ModelInput model{input.mean, input.std};
   job.train_transforms = build_transforms(root["data"]["train_transforms"], model, "data.train_transforms");
-  job.eval_transforms = build_transforms(root["data"]["eval_transforms"], model, "data.eval_transforms");
+  if (!job.eval_transforms_pending)
+    job.eval_transforms = build_transforms(root["data"]["eval_transforms"], model, "data.eval_transforms");
   job.loss = Registry<Loss>::instance().get(root["train"]["loss"]["name"].as<std::string>()).make(job.recipe.section("train.loss"));
   job.batch_transforms = build_batch_transforms(root["data"]["batch_transforms"], *job.loss, root["train"]["loss"]);
   return job;

@@ -31,6 +31,10 @@ struct Job {
   std::string memory_format_reason;
   int64_t threads = 1;
   std::vector<std::string> notes;  // things the log should say (re-initialised classifier, ...)
+  // data.eval_transforms: model: whose pretrained_cfg the pipeline follows (empty for a list), or
+  // pending: `check` did not fetch the weights' config.json, so there is no pipeline yet.
+  std::string eval_transforms_from;
+  bool eval_transforms_pending = false;
 
   int64_t total_parameters() const;
   int64_t trainable_parameters() const;

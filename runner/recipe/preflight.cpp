@@ -88,7 +88,8 @@ RunLength preflight(const Job& job, int64_t world_size) {
     throw RecipeError("scheduler: " + first_line(e.what_without_backtrace()));
   }
   try_pipeline(job, *job.data.train, job.train_transforms, "data.train_transforms");
-  if (job.data.eval) try_pipeline(job, *job.data.eval, job.eval_transforms, "data.eval_transforms");
+  if (job.data.eval && !job.eval_transforms_pending)
+    try_pipeline(job, *job.data.eval, job.eval_transforms, "data.eval_transforms");
   return length;
 }
 

@@ -1,22 +1,26 @@
 // model.pretrained (pretrained.h).
 #include "runner/recipe/pretrained.h"
 
+#include "components/data/timm_eval.h"
 #include "runner/io/weights.h"
 #include "support/download.h"
 #include "support/hf_hub.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 namespace trainrun {
 
 namespace {
 
-// model.pretrained as a file to load: a .safetensors path; hf-hub:ORG/NAME[@REVISION] (its
-// model.safetensors through the Hub cache huggingface_hub shares, downloaded if missing); true
-// (the architecture's published weights). Empty when there is nothing to load (none asked for,
-// or `check`, which only says whether a Hub file is cached).
-std::string pretrained_file(Job& job, const JobOptions& options) {
+// model.pretrained as written, with `true` resolved to the architecture's published weights
+// (and so written into the recipe); empty when none are asked for.
+std::string pretrained_spec(Job& job) {
   YAML::Node p = job.recipe.root["model"]["pretrained"];
   if (!p || p.IsNull() || p.as<std::string>() == "false") return "";
   std::string spec = p.as<std::string>();
@@ -27,12 +31,26 @@ std::string pretrained_file(Job& job, const JobOptions& options) {
                         " has no published weights; name a .safetensors file or hf-hub:ORG/NAME");
     p = spec;  // the resolved recipe says which
   }
-  std::optional<HubFile> hub;
+  return spec;
+}
+
+// The Hub file model.pretrained names, if it names one.
+std::optional<HubFile> pretrained_hub_file(const std::string& spec) {
   try {
-    hub = parse_hf_hub(spec);
+    return parse_hf_hub(spec);
   } catch (const std::invalid_argument& e) {
     throw RecipeError(std::string("model.pretrained: ") + e.what());
   }
+}
+
+// model.pretrained as a file to load: a .safetensors path; hf-hub:ORG/NAME[@REVISION] (its
+// model.safetensors through the Hub cache huggingface_hub shares, downloaded if missing); true
+// (the architecture's published weights). Empty when there is nothing to load (none asked for,
+// or `check`, which only says whether a Hub file is cached).
+std::string pretrained_file(Job& job, const JobOptions& options) {
+  const std::string spec = pretrained_spec(job);
+  if (spec.empty()) return "";
+  std::optional<HubFile> hub = pretrained_hub_file(spec);
   if (!hub) return spec;
   if (!options.download) {
     std::optional<std::filesystem::path> cached = hub_cached(*hub);
@@ -47,7 +65,69 @@ std::string pretrained_file(Job& job, const JobOptions& options) {
   }
 }
 
+// The architecture's own pretrained_cfg (its InputConfig: the published weights' one).
+EvalDataConfig architecture_data_config(const Classifier& model) {
+  const InputConfig in = model.input_config();
+  EvalDataConfig c;
+  c.input_size = in.input_size;
+  c.interpolation = in.interpolation;
+  c.crop_pct = in.crop_pct;
+  c.mean = in.mean;
+  c.std = in.std;
+  c.resize_and_crop = in.resize_and_crop;
+  return c;
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::invalid_argument("cannot read " + file.string());
+  return text.str();
+}
+
+// What `check` and the log say about the resolved pipeline's source.
+std::string describe(const EvalDataConfig& c) {
+  if (!c.resize_and_crop) return fmt::format("mean {}, std {}, no resize or crop", fmt::join(c.mean, ", "), fmt::join(c.std, ", "));
+  return fmt::format("input_size [{}], interpolation {}, crop_pct {}, crop_mode {}", fmt::join(c.input_size, ", "),
+                     c.interpolation, c.crop_pct, c.crop_mode);
+}
+
 }  // namespace
+
+void resolve_eval_transforms(Job& job, const JobOptions& options) {
+  YAML::Node data = job.recipe.root["data"];
+  if (!data["eval_transforms"].IsScalar()) return;  // a list, as written
+  const std::string key = "data.eval_transforms: model: ";
+  EvalDataConfig config = architecture_data_config(*job.model);
+  const std::string published = job.model->published_weights();
+  std::string from = job.config.model + "'s default pretrained_cfg" + (published.empty() ? "" : " (" + published + "'s)");
+  const std::string spec = pretrained_spec(job);
+  if (std::optional<HubFile> hub = pretrained_hub_file(spec)) {
+    hub->filename = "config.json";
+    const std::string what = hub->spec() + ": config.json";
+    std::optional<std::filesystem::path> file;
+    if (options.download) {
+      try {
+        file = hf_hub_download(*hub);
+      } catch (const DownloadError& e) {
+        throw RecipeError(key + e.what());
+      }
+    } else if (!(file = hub_cached(*hub))) {
+      job.notes.push_back(key + what + " would be downloaded from " + hub_url(*hub));
+      job.eval_transforms_pending = true;
+      return;
+    }
+    try {
+      config = eval_data_config_from_json(read_text(*file));
+    } catch (const std::invalid_argument& e) {
+      throw RecipeError(key + what + ": " + e.what());
+    }
+    from = what;
+  }
+  data["eval_transforms"] = check_transform_list(job.recipe, timm_eval_transform_list(config), "data.eval_transforms");
+  job.eval_transforms_from = from + " (" + describe(config) + ")";
+}
 
 void load_pretrained(Job& job, const JobOptions& options) {
   const std::string file = pretrained_file(job, options);

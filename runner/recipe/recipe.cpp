@@ -33,6 +33,10 @@ class Loader {
  public:
   explicit Loader(std::string file) : file_(std::move(file)) {}
 
+  Node transform_list(const Node& list, const std::string& path) {
+    return check_transforms<Transform>(list, path, "transform");
+  }
+
   Recipe load(const std::vector<std::string>& overrides) {
     try {
       return load_checked(overrides);
@@ -81,7 +85,8 @@ class Loader {
     root["scheduler"] = check_component<Scheduler>(root["scheduler"], "scheduler");
     root["train"]["loss"] = check_component<Loss>(root["train"]["loss"], "train.loss");
     for (const char* key : {"train_transforms", "eval_transforms"})
-      root["data"][key] = check_transforms<Transform>(root["data"][key], std::string("data.") + key, "transform");
+      if (!root["data"][key].IsScalar())  // eval_transforms: model is resolved with the model (pretrained.h)
+        root["data"][key] = check_transforms<Transform>(root["data"][key], std::string("data.") + key, "transform");
     root["data"]["batch_transforms"] =
         check_transforms<BatchTransform>(root["data"]["batch_transforms"], "data.batch_transforms", "batch transform");
     expand_mixup(root["data"]);
@@ -346,6 +351,10 @@ std::string Recipe::dump() const {
 
 Recipe load_recipe(const std::string& file, const std::vector<std::string>& overrides) {
   return Loader(file).load(overrides);
+}
+
+YAML::Node check_transform_list(const Recipe& recipe, const YAML::Node& list, const std::string& path) {
+  return Loader(recipe.file).transform_list(list, path);
 }
 
 }  // namespace trainrun

@@ -24,6 +24,10 @@ struct Recipe {
 
 Recipe load_recipe(const std::string& file, const std::vector<std::string>& overrides = {});
 
+// A transform list made after loading (data.eval_transforms: model), checked against the
+// transforms' schemas and completed with their defaults as a list written in the recipe is.
+YAML::Node check_transform_list(const Recipe& recipe, const YAML::Node& list, const std::string& path);
+
 // The fixed sections' schemas ("" = top level, data, train, output, world; "freeze[]" = one freeze
 // rule), declared with their typed views in sections.cpp (world's in runner/distributed/world_config.cpp);
 // the loader checks against them and `describe recipe/...` prints them. section_names() in recipe order.

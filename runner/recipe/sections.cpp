@@ -34,7 +34,10 @@ SectionSpec<DataConfig> declare_data() {
       .key("train_transforms", Type::List, Node(std::vector<std::string>{"to_tensor", "normalize"}),
            "transforms for training examples, in order")
       .key("eval_transforms", Type::List, Node(std::vector<std::string>{"to_tensor", "normalize"}),
-           "transforms for evaluation examples, in order")
+           "transforms for evaluation examples, in order; or `model`: the pretrained weights' own (timm's "
+           "resolve_data_config + create_transform(is_training=False) from their config.json's pretrained_cfg, "
+           "else the model's default: resize to input_size / crop_pct, center_crop, to_tensor, normalize)")
+      .choices({"model"})
       .key("batch_transforms", Type::List, Node(YAML::NodeType::Sequence),
            "transforms of each collated training batch, in order, on the loader's threads "
            "(`trainrun list batch_transforms`: mixup); evaluation batches are left as they are")

@@ -6,6 +6,7 @@
 #include "components/data/image.h"
 #include "components/models/model.h"
 #include "registry/registry.h"
+#include "support/hub_server.h"
 #include "support/safetensors.h"
 #include "runner/io/weights.h"
 #include "test_util.h"
@@ -166,7 +167,45 @@ class BadInput : public ::testing::Test {
            ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file (judged by its first bytes)";
   }
 
+  // The arguments for model.pretrained: hf-hub:test/net with data.eval_transforms: model, from a
+  // Hub stand-in whose test/net holds `config_json` as config.json (none when nullopt).
+  std::string hub_config_args(const std::optional<std::string>& config_json) {
+    nlohmann::json files = nlohmann::json::object();
+    if (config_json) files["config.json"] = {{"text", *config_json}, {"lfs", false}};
+    nlohmann::json main = {{"commit", "fedcba9876543210fedcba9876543210fedcba98"}, {"files", files}};
+    hub_.emplace(nlohmann::json{{"repos", {{"test/net", {{"revisions", {{"main", main}}}}}}}}, dir.path());
+    env_.set("HF_HOME", dir / "hf");
+    env_.set("HF_ENDPOINT", hub_->url());
+    env_.set("HF_HUB_CACHE", std::nullopt);
+    env_.set("HF_HUB_OFFLINE", std::nullopt);
+    return recipe() + " model.pretrained=hf-hub:test/net data.eval_transforms=model";
+  }
+
+  // A config.json that is there but wrong: `trainrun ARGS` (which fetches it) and then `trainrun
+  // check ARGS` (which reads the copy now cached; check downloads nothing) both exit 2 with
+  // "data.eval_transforms: model: hf-hub:test/net@main: config.json: " + `problem` as all of stderr.
+  void expect_bad_config_json(const std::string& config_json, const std::string& problem) {
+    const std::string args = hub_config_args(config_json);
+    const std::string line = "data.eval_transforms: model: hf-hub:test/net@main: config.json: " + problem;
+    for (const std::string command : {"", "check "}) {
+      auto r = test::run(test::trainrun(command + args));
+      EXPECT_EQ(r.code, 2) << command << args << "\n" << r.err;
+      EXPECT_EQ(r.err, line + "\n") << command << args;
+    }
+    EXPECT_FALSE(fs::exists(dir / "run"));
+  }
+
+  // timm's config.json for a 28x28 one-channel net with `change` applied to its pretrained_cfg.
+  static std::string config_json(const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json cfg = {{"input_size", {1, 28, 28}}, {"interpolation", "bilinear"}, {"crop_pct", 0.875},
+                          {"crop_mode", "center"}, {"mean", {0.2860}}, {"std", {0.3530}}};
+    change(cfg);
+    return nlohmann::json{{"architecture", "basicnet"}, {"num_classes", 10}, {"pretrained_cfg", cfg}}.dump();
+  }
+
   test::TempDir dir;
+  std::optional<test::HubServer> hub_;
+  test::ScopedEnv env_;
 };
 
 // Everything in `dir`, for "left as it was" checks.
@@ -570,6 +609,37 @@ TEST_F(BadInput, ResumeWithAnotherOptimizer) {
   auto adam = test::run(test::trainrun(recipe() + " train.epochs=2 train.eval_every=never optimizer.name=adam"));
   EXPECT_EQ(adam.code, 0) << adam.err;
   EXPECT_TRUE(fs::exists(dir / "run/checkpoint-16"));
+}
+
+TEST_F(BadInput, ConfigJsonMissing) {
+  const std::string args = hub_config_args(std::nullopt);
+  auto r = test::run(test::trainrun(args));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "data.eval_transforms: model: hf-hub:test/net@main: config.json: repository or file not found: " +
+                       hub_->url("/test/net/resolve/main/config.json") + "\n");
+  EXPECT_FALSE(fs::exists(dir / "run"));
+  // check asks the Hub nothing: it says what a run would fetch.
+  r = test::run(test::trainrun("check " + args));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: data.eval_transforms: model: hf-hub:test/net@main: config.json would be downloaded from " +
+                       hub_->url("/test/net/resolve/main/config.json")),
+            std::string::npos) << r.out;
+}
+
+TEST_F(BadInput, ConfigJsonNotJson) {
+  expect_bad_config_json("<html><body>Too Many Requests</body></html>",
+                         "not JSON: parse error at line 1, column 1: syntax error while parsing value - invalid literal; "
+                         "last read: '<'");
+}
+
+TEST_F(BadInput, ConfigJsonMissingKey) {
+  expect_bad_config_json(config_json([](nlohmann::json& cfg) { cfg.erase("crop_pct"); }),
+                         "pretrained_cfg.crop_pct: missing (timm writes it in every pretrained_cfg)");
+}
+
+TEST_F(BadInput, ConfigJsonCropPctOutOfRange) {
+  expect_bad_config_json(config_json([](nlohmann::json& cfg) { cfg["crop_pct"] = 1.5; }),
+                         "pretrained_cfg.crop_pct: must be in (0, 1], got 1.5");
 }
 
 TEST_F(BadInput, BadLabelsJson) {

@@ -8,9 +8,11 @@ REQUEST_LOG for every request, so a test can tell that no request was made.
 
 CONFIG:
   {"repos": {"timm/tiny": {"revisions": {"main": {"commit": "<40 hex>", "files": {"model.safetensors": "text"
-                                                                                   or {"path": "/file"}}}},
+                                                                                   or {"path": "/file"}
+                                                                                   or {"text": "...", "lfs": false}}}},
                            "gated": false,      # 401 without "Authorization: Bearer <token>"
-                           "lfs": true}},       # false: served like a small git file (200, git-sha1 ETag)
+                           "lfs": true}},       # false: served like a small git file (200, git-sha1 ETag);
+                                                # a file's own "lfs" wins (config.json beside LFS weights)
    "renamed": {"old/tiny": "timm/tiny"},        # relative redirect, as the Hub does for a moved repo
    "token": "hf_...",
    "files_dir": "/dir",                         # /files/<name>
@@ -39,7 +41,7 @@ SERVED = set()  # paths already truncated once
 
 def content(value):
     if isinstance(value, dict):
-        return open(value["path"], "rb").read()
+        return value["text"].encode() if "text" in value else open(value["path"], "rb").read()
     return value.encode()
 
 
@@ -128,8 +130,10 @@ class Handler(BaseHTTPRequestHandler):
         if filename not in revision["files"]:
             headers = [("X-Error-Code", "EntryNotFound"), ("X-Repo-Commit", commit)]
             return self.reply(404, headers, b"Entry not found", body)
-        data = content(revision["files"][filename])
-        if not repo.get("lfs", True):
+        value = revision["files"][filename]
+        data = content(value)
+        lfs = value.get("lfs", repo.get("lfs", True)) if isinstance(value, dict) else repo.get("lfs", True)
+        if not lfs:
             sha1 = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
             return self.reply(200, [("X-Repo-Commit", commit), ("ETag", f'"{sha1}"')], data, body)
         sha = hashlib.sha256(data).hexdigest()

@@ -19,7 +19,7 @@ class TinyBn : public Classifier {
         bn(register_module("bn", torch::nn::BatchNorm1d(8))),
         fc2(register_module("fc2", torch::nn::Linear(8, 3))) {}
   at::Tensor forward(const at::Tensor& x) override { return fc2(torch::relu(bn(fc1(x)))); }
-  InputConfig input_config() const override { return {{0.0}, {1.0}, {6}}; }
+  InputConfig input_config() const override { return {{0.0}, {1.0}, {6}, "bilinear", 0.875, false}; }
   std::string classifier_pattern() const override { return "fc2.*"; }
 
  private:
