@@ -4,7 +4,10 @@
 // same number of workers and batch size, on the same files; prints both rates and the ratio.
 // Each side reports the best of EPOCHS timed epochs after a warm-up epoch.
 //
-// usage: build/bench/data_pipeline [WORKERS=2] [BATCH=32] [IMAGES=400] [EPOCHS=3] [FOLDER]
+// usage: build/bench/data_pipeline [--augment] [WORKERS=2] [BATCH=32] [IMAGES=400] [EPOCHS=3] [FOLDER]
+// --augment adds the timm-style training augmentation of recipes/pets_resnet50d_augmented.yaml on
+// both sides: horizontal flip, RandAugment(2, 9) before to_tensor and RandomErasing(0.25, random)
+// after normalize.
 //        build/bench/data_pipeline --stages [IMAGES=400] [FOLDER]
 // FOLDER (default: a fresh temp folder) is filled with IMAGES JPEGs in 4 class folders unless
 // it already holds them. --stages times our steps one by one on one thread instead (ms per
@@ -100,6 +103,8 @@ int stages(int64_t count, const fs::path& dir) {
 }
 
 int main(int argc, char** argv) {
+  const bool augment = argc > 1 && std::string(argv[1]) == "--augment";
+  if (augment) --argc, ++argv;
   if (argc > 1 && std::string(argv[1]) == "--stages")
     return stages(argc > 2 ? std::stoll(argv[2]) : 400,
                   argc > 3 ? fs::path(argv[3]) : fs::temp_directory_path() / "trainrun-bench-data");
@@ -113,9 +118,16 @@ int main(int argc, char** argv) {
   std::vector<int64_t> labels;
   std::vector<std::string> paths = list_photos(dir, &labels);
   auto data = std::make_shared<ImageFiles>(paths, labels, 3);
-  Compose t({make("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}"),
-             make("to_tensor", "{}"),
-             make("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}")});
+  std::vector<std::shared_ptr<Transform>> steps = {
+      make("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}")};
+  if (augment) {
+    steps.push_back(make("random_horizontal_flip", "{p: 0.5}"));
+    steps.push_back(make("rand_augment", "{num_ops: 2, magnitude: 9, num_magnitude_bins: 31, fill: null}"));
+  }
+  steps.push_back(make("to_tensor", "{}"));
+  steps.push_back(make("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}"));
+  if (augment) steps.push_back(make("random_erasing", "{p: 0.25, scale: [0.02, 0.33], ratio: [0.3, 3.3], value: random}"));
+  Compose t(steps);
   LoaderOptions o;
   o.batch_size = batch;
   o.workers = workers;
@@ -129,12 +141,12 @@ int main(int argc, char** argv) {
     double rate = double(n) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (epoch > 0) best = std::max(best, rate);  // as the Python side: the first epoch warms up
   }
-  std::printf("trainrun: %.1f images/s (%zu JPEGs 500x375, workers %lld, batch %lld)\n", best, paths.size(),
-              (long long)workers, (long long)batch);
+  std::printf("trainrun: %.1f images/s (%zu JPEGs 500x375, workers %lld, batch %lld%s)\n", best, paths.size(),
+              (long long)workers, (long long)batch, augment ? ", + flip, RandAugment(2, 9), RandomErasing(0.25)" : "");
   std::fflush(stdout);
 
   std::string cmd = "/usr/bin/python3 " + std::string(TRAINRUN_SOURCE_DIR) + "/bench/data_pipeline.py " + dir.string() + " " +
-                    std::to_string(workers) + " " + std::to_string(batch) + " " + std::to_string(epochs);
+                    std::to_string(workers) + " " + std::to_string(batch) + " " + std::to_string(epochs) + (augment ? " augment" : "");
   FILE* p = ::popen(cmd.c_str(), "r");
   char line[256] = {0};
   double theirs = 0;

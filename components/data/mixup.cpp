@@ -48,7 +48,7 @@ std::pair<double, bool> Mixup::draw_unit(Rng& rng) const {
 // cutmix_minmax, rand_bbox_minmax (sides drawn as fractions of the image's, placed inside it).
 std::array<int64_t, 4> Mixup::draw_box(double lam, int64_t height, int64_t width, Rng& rng) const {
   if (o_.cutmix_minmax) {
-    auto [lo, hi] = *o_.cutmix_minmax;
+    const double lo = o_.cutmix_minmax->first, hi = o_.cutmix_minmax->second;
     auto side = [&](int64_t n) {
       const int64_t a = int64_t(double(n) * lo), b = int64_t(double(n) * hi);
       return b > a ? randint(a, b, rng) : a;

@@ -8,6 +8,7 @@
 // than INTER_AREA and twice as fast. The difference to torchvision + PIL on the same JPEG is
 // measured by tests/components/transforms_test.cpp and stated in the README.
 #include "components/data/cv_tensor.h"
+#include "components/data/pil_ops.h"
 #include "components/data/transform.h"
 
 #include <ATen/ATen.h>
@@ -95,6 +96,14 @@ std::vector<double> numbers_or_model(const Config& c, const std::string& key, co
   return numbers(c, key);
 }
 
+// `interpolation`: bilinear is the fast OpenCV path within the documented bound of PIL's; bicubic
+// and nearest are PIL's resampler ported exactly (pil_ops.h).
+Schema interpolation_param(Schema s) {
+  s.add("interpolation", Type::String, yaml("bilinear"), "bilinear, bicubic (PIL's, a = -0.5) or nearest")
+      .choices({"bilinear", "bicubic", "nearest"});
+  return s;
+}
+
 std::vector<double> pair_of(const Config& c, const std::string& key) {
   auto v = numbers(c, key);
   if (v.size() != 2 || v[0] > v[1])
@@ -175,7 +184,8 @@ std::shared_ptr<Transform> ToTensorLut::fuse(const Transform& next) const {
 // transforms.Resize(size, max_size): torchvision's _compute_resized_output_size.
 class Resize : public Transform {
  public:
-  Resize(std::vector<int64_t> size, std::optional<int64_t> max_size) : size_(std::move(size)), max_size_(max_size) {}
+  Resize(std::vector<int64_t> size, std::optional<int64_t> max_size, pil::Filter filter)
+      : size_(std::move(size)), max_size_(max_size), filter_(filter) {}
   at::Tensor operator()(const at::Tensor& x, Rng&) const override {
     at::Tensor img = x;
     cv::Mat m = as_mat(img);
@@ -193,12 +203,13 @@ class Resize : public Transform {
       new_h = w <= h ? new_long : new_short;
     }
     if (new_h == h && new_w == w) return img;
-    return resize_mat(m, new_h, new_w);
+    return filter_ == pil::Filter::bilinear ? resize_mat(m, new_h, new_w) : pil::resize(img, new_h, new_w, filter_);
   }
 
  private:
   std::vector<int64_t> size_;
   std::optional<int64_t> max_size_;
+  pil::Filter filter_;
 };
 
 // transforms.CenterCrop: zero padding when the crop is larger, then torchvision's rounding.
@@ -224,11 +235,12 @@ class CenterCrop : public Transform {
 
 class RandomResizedCrop : public Transform {
  public:
-  RandomResizedCrop(int64_t h, int64_t w, std::vector<double> scale, std::vector<double> ratio)
-      : h_(h), w_(w), scale_(std::move(scale)), ratio_(std::move(ratio)) {}
+  RandomResizedCrop(int64_t h, int64_t w, std::vector<double> scale, std::vector<double> ratio, pil::Filter filter)
+      : h_(h), w_(w), scale_(std::move(scale)), ratio_(std::move(ratio)), filter_(filter) {}
   at::Tensor operator()(const at::Tensor& x, Rng& rng) const override {
     CropBox box = random_resized_crop_box(x.size(0), x.size(1), scale_, ratio_, rng);
-    return resized_crop(x, box, h_, w_);
+    if (filter_ == pil::Filter::bilinear) return resized_crop(x, box, h_, w_);
+    return pil::resize(x.slice(0, box.top, box.top + box.height).slice(1, box.left, box.left + box.width), h_, w_, filter_);
   }
   bool crops_first() const override { return true; }
   CropBox crop_box(int64_t height, int64_t width, Rng& rng) const override {
@@ -236,12 +248,13 @@ class RandomResizedCrop : public Transform {
   }
   at::Tensor after_crop(const at::Tensor& cropped, Rng&) const override {
     at::Tensor img = cropped;
-    return resize_mat(as_mat(img), h_, w_);
+    return filter_ == pil::Filter::bilinear ? resize_mat(as_mat(img), h_, w_) : pil::resize(img, h_, w_, filter_);
   }
 
  private:
   int64_t h_, w_;
   std::vector<double> scale_, ratio_;
+  pil::Filter filter_;
 };
 
 // transforms.RandomHorizontalFlip: flips when U[0, 1) < p.
@@ -311,16 +324,16 @@ TRAINRUN_REGISTER(Transform, "normalize",
                   });
 
 TRAINRUN_REGISTER(Transform, "resize",
-                  "bilinear resize (torchvision Resize on PIL images; antialiased when shrinking)",
-                  Schema()
+                  "resize (torchvision Resize on PIL images; antialiased when shrinking)",
+                  interpolation_param(Schema()
                       .required("size", Type::IntList, "one number = the shorter side (aspect kept), or [height, width]")
                       .scalar_ok().min(1)
                       .add("max_size", Type::Int, YAML::Node(), "cap on the longer side when size is one number")
-                      .nullable().min(1),
+                      .nullable().min(1)),
                   [](const Config& c, const ModelInput&) {
                     std::optional<int64_t> max_size;
                     if (!c.is_null("max_size")) max_size = c.get<int64_t>("max_size");
-                    return std::make_shared<Resize>(sizes(c, "size"), max_size);
+                    return std::make_shared<Resize>(sizes(c, "size"), max_size, pil::filter_named(c.get<std::string>("interpolation", "bilinear")));
                   });
 
 TRAINRUN_REGISTER(Transform, "center_crop",
@@ -333,15 +346,15 @@ TRAINRUN_REGISTER(Transform, "center_crop",
 
 TRAINRUN_REGISTER(Transform, "random_resized_crop",
                   "random area/aspect crop resized to size (torchvision RandomResizedCrop, 10 tries then centre)",
-                  Schema()
+                  interpolation_param(Schema()
                       .required("size", Type::IntList, "one number = a square, or [height, width]").scalar_ok().min(1)
                       .add("scale", Type::FloatList, yaml("[0.08, 1.0]"), "[min, max] share of the image area").above(0)
                       .add("ratio", Type::FloatList, yaml("[0.75, 1.3333333333333333]"), "[min, max] aspect ratio w/h")
-                      .above(0),
+                      .above(0)),
                   [](const Config& c, const ModelInput&) {
                     auto size = hw(c, "size");
                     return std::make_shared<RandomResizedCrop>(size.first, size.second, pair_of(c, "scale"),
-                                                               pair_of(c, "ratio"));
+                                                               pair_of(c, "ratio"), pil::filter_named(c.get<std::string>("interpolation", "bilinear")));
                   });
 
 TRAINRUN_REGISTER(Transform, "random_horizontal_flip", "flip left-right with probability p (torchvision RandomHorizontalFlip)",

@@ -84,6 +84,7 @@ class Loader {
       root["data"][key] = check_transforms<Transform>(root["data"][key], std::string("data.") + key, "transform");
     root["data"]["batch_transforms"] =
         check_transforms<BatchTransform>(root["data"]["batch_transforms"], "data.batch_transforms", "batch transform");
+    expand_mixup(root["data"]);
     Node callbacks = root["callbacks"];
     for (std::size_t i = 0; i < callbacks.size(); ++i)
       callbacks[i] = check_component<Callback>(callbacks[i], "callbacks[" + std::to_string(i) + "]");
@@ -212,6 +213,24 @@ class Loader {
       out[p.name] = v;
     }
     return out;
+  }
+
+  // `data.mixup: {...}` (timm's --mixup/--cutmix as one key): checked against the mixup batch
+  // transform's schema under its own path, then written as the first of data.batch_transforms.
+  void expand_mixup(Node data) {
+    Node mixup = data["mixup"];
+    if (!mixup || mixup.IsNull()) return;
+    Node checked = check_map(mixup, Registry<BatchTransform>::instance().get("mixup").schema, "data.mixup");
+    Node list(YAML::NodeType::Sequence), entry(YAML::NodeType::Map);
+    entry["mixup"] = checked;
+    list.push_back(entry);
+    for (const auto& t : data["batch_transforms"]) {
+      if (t.begin()->first.as<std::string>() == "mixup")
+        fail("data.mixup", mixup, "data.batch_transforms has a mixup already; give one of the two");
+      list.push_back(t);
+    }
+    data["batch_transforms"] = list;
+    data["mixup"] = Node(YAML::NodeType::Null);
   }
 
   template <class Base>

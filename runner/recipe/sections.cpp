@@ -38,6 +38,9 @@ SectionSpec<DataConfig> declare_data() {
       .key("batch_transforms", Type::List, Node(YAML::NodeType::Sequence),
            "transforms of each collated training batch, in order, on the loader's threads "
            "(`trainrun list batch_transforms`: mixup); evaluation batches are left as they are")
+      .key("mixup", Type::Map, Node(),
+           "timm's Mixup/CutMix: `trainrun describe batch_transforms/mixup`'s keys; the resolved recipe "
+           "writes it as the first of batch_transforms")
       .key("batch_size", &D::batch_size, Type::Int, yaml("64"), "examples per batch per process").min(1)
       .key("eval_batch_size", Type::Int, Node(), "evaluation batch per process; null = batch_size",
            [](D& d, const Node& v) { d.eval_batch_size = v.IsNull() ? d.batch_size : v.as<int64_t>(); })

@@ -218,6 +218,43 @@ TEST_F(BadInput, OutOfRangeValue) {
                    "command line 'model.drop_path_rate=1.0': model.drop_path_rate: must be < 1, got 1.0");
 }
 
+// Augmentation parameters (issue 28): a value the schema bounds is refused with its line and
+// column; one only the transform can judge (a relation between keys, a channel count) is refused
+// by the preflight's sample, naming the transform; both before anything is written.
+TEST_F(BadInput, AugmentationParameters) {
+  const std::string tf = "train_transforms: [to_tensor, normalize]";
+  auto with = [&](const std::string& transforms) { return recipe(tf, "train_transforms: " + transforms); };
+  expect_bad_input(with("[color_jitter: {hue: 0.7}, to_tensor]"),
+                   (dir / "r.yaml") + ":5:42: data.train_transforms[0].color_jitter.hue: must be <= 0.5, got 0.7");
+  expect_bad_input(with("[auto_augment: {policy: coco}, to_tensor]"),
+                   (dir / "r.yaml") + ":5:45: data.train_transforms[0].auto_augment.policy: unknown value 'coco'; one of: imagenet, cifar10, svhn");
+  expect_bad_input(with("[resize: {size: 32, interpolation: lanczos}, to_tensor]"),
+                   (dir / "r.yaml") + ":5:56: data.train_transforms[0].resize.interpolation: unknown value 'lanczos'; one of: bilinear, bicubic, nearest");
+  expect_bad_input(with("[rand_augment: {magnitude: 31}, to_tensor]"),
+                   "data.train_transforms[0]: magnitude: must be < num_magnitude_bins (31)");
+  expect_bad_input(with("[color_jitter: {brightness: [1.5, 0.5]}, to_tensor]"),
+                   "data.train_transforms[0]: brightness: expected one number or [min, max] with min <= max");
+  expect_bad_input(with("[gaussian_blur: {kernel_size: 4}, to_tensor]"),
+                   "data.train_transforms[0]: kernel_size: expected odd numbers, one or [width, height]");
+  expect_bad_input(with("[random_affine: {degrees: 10, shear: [1, 2, 3]}, to_tensor]"),
+                   "data.train_transforms[0]: shear: expected one number, [min, max] or [x0, x1, y0, y1]");
+  expect_bad_input(with("[random_erasing: {p: 1.0}, to_tensor]"),
+                   "data.train_transforms: cannot transform an example: random_erasing: needs a float C x H x W tensor; put it after to_tensor");
+  expect_bad_input(with("[to_tensor, random_erasing: {value: [1, 2]}]"),
+                   "data.train_transforms: cannot transform an example: random_erasing: 2 values for an image with 1 channels");
+}
+
+// data.mixup: checked under its own path; not together with a mixup in batch_transforms.
+TEST_F(BadInput, MixupKey) {
+  const std::string tf = "train_transforms: [to_tensor, normalize]";
+  expect_bad_input(recipe(tf, tf + "\n  mixup: {mixup_alpha: -1}"),
+                   (dir / "r.yaml") + ":6:24: data.mixup.mixup_alpha: must be >= 0, got -1");
+  expect_bad_input(recipe(tf, tf + "\n  mixup: {mode: row}"),
+                   (dir / "r.yaml") + ":6:17: data.mixup.mode: unknown value 'row'; one of: batch, pair, elem");
+  expect_bad_input(recipe(tf, tf + "\n  mixup: {}\n  batch_transforms: [mixup]"),
+                   (dir / "r.yaml") + ":6:10: data.mixup: data.batch_transforms has a mixup already; give one of the two");
+}
+
 // Fewer outputs than the data has classes would fail only at the first batch with a higher label
 // (after the run folder was written); more outputs are allowed (a head with spare classes).
 TEST_F(BadInput, FewerModelOutputsThanClasses) {
