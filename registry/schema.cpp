@@ -100,7 +100,13 @@ std::string Param::check(const YAML::Node& v) const {
   }
   if (is_list_type) {
     if (v.IsScalar() && scalar_ok) return check_scalar(*this, element_type(type), v);
-    if (!v.IsSequence()) return std::string("expected a ") + type_name(type) + ", got " + show(v);
+    if (!v.IsSequence()) {
+      // A list that also takes words (weight: balanced): name them, and the closest to a misspelt one.
+      std::string words;
+      for (auto& c : choices) words += " or '" + c + "'";
+      return std::string("expected a ") + type_name(type) + words + ", got " + show(v) +
+             (v.IsScalar() ? did_you_mean(v.Scalar(), choices) : "");
+    }
     for (std::size_t i = 0; i < v.size(); ++i) {
       std::string err = check_scalar(*this, element_type(type), v[i]);
       if (!err.empty()) return "item " + std::to_string(i) + ": " + err;

@@ -48,6 +48,10 @@ struct UnreadableFile : DataError {
   using DataError::DataError;
 };
 
+// Examples per class, counts[c] for labels 0 .. num_classes - 1, from label(i): no image is
+// decoded. A label outside that range is a DataError.
+std::vector<int64_t> class_counts(const Dataset& d, int64_t num_classes);
+
 template <>
 struct Kind<Dataset> {
   static constexpr const char* name = "datasets";

@@ -99,6 +99,11 @@ class Loss {
   virtual bool takes_probabilities() const { return false; }
 };
 
+// sklearn's compute_class_weight('balanced'): n_samples / (n_classes * count_c) for each class c,
+// from the training split's counts (train.loss.weight: balanced). Every count must be > 0, as
+// sklearn requires each class to occur.
+std::vector<double> balanced_class_weights(const std::vector<int64_t>& counts);
+
 template <>
 struct Kind<Loss> {
   static constexpr const char* name = "losses";

@@ -23,9 +23,8 @@ void print_transforms(const char* title, const YAML::Node& list, const std::stri
   }
 }
 
-std::string class_counts(const Dataset& d, const std::vector<std::string>& classes) {
-  std::vector<int64_t> counts(classes.size(), 0);
-  for (std::size_t i = 0; i < d.size(); ++i) ++counts.at(std::size_t(d.label(i)));
+std::string class_counts_line(const Dataset& d, const std::vector<std::string>& classes) {
+  const std::vector<int64_t> counts = class_counts(d, int64_t(classes.size()));
   std::string s;
   for (std::size_t c = 0; c < classes.size(); ++c) s += (c ? ", " : "") + classes[c] + ": " + std::to_string(counts[c]);
   return s;
@@ -80,8 +79,8 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool download
   std::cout << "data: " << c.data.dataset << ", " << job.data.classes.size()
             << " classes, " << thousands(int64_t(job.data.train->size())) << " train / "
             << thousands(int64_t(job.data.eval->size())) << " " << job.data.eval_split_name << " examples\n";
-  std::cout << "  train class counts: " << class_counts(*job.data.train, job.data.classes) << "\n";
-  std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts(*job.data.eval, job.data.classes)
+  std::cout << "  train class counts: " << class_counts_line(*job.data.train, job.data.classes) << "\n";
+  std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts_line(*job.data.eval, job.data.classes)
             << "\n";
   print_transforms("train transforms", job.recipe.root["data"]["train_transforms"], "");
   if (job.eval_transforms_pending)

@@ -5,6 +5,7 @@
 #include "runner/recipe/job.h"
 
 #include "components/data/download.h"
+#include "runner/recipe/class_balance.h"
 #include "runner/recipe/pretrained.h"
 #include "runner/recipe/resolve.h"
 
@@ -132,7 +133,12 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   job.train_transforms = build_transforms(root["data"]["train_transforms"], model, "data.train_transforms");
   if (!job.eval_transforms_pending)
     job.eval_transforms = build_transforms(root["data"]["eval_transforms"], model, "data.eval_transforms");
-  job.loss = Registry<Loss>::instance().get(root["train"]["loss"]["name"].as<std::string>()).make(job.recipe.section("train.loss"));
+  resolve_class_balance(job, options.data);
+  try {
+    job.loss = Registry<Loss>::instance().get(root["train"]["loss"]["name"].as<std::string>()).make(job.recipe.section("train.loss"));
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(e.what());
+  }
   job.batch_transforms = build_batch_transforms(root["data"]["batch_transforms"], *job.loss, root["train"]["loss"]);
   return job;
 }

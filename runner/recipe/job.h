@@ -24,6 +24,7 @@ struct Job {
   Compose train_transforms, eval_transforms;
   std::vector<std::shared_ptr<BatchTransform>> batch_transforms;  // of training batches
   std::shared_ptr<Loss> loss;
+  at::Tensor sample_weights;  // data.sampler: weighted: one per training example (float64); else undefined
   std::string device = "cpu";
   std::string precision = "fp32";  // resolved: fp32 | bf16 | fp16
   std::string precision_reason;    // why, when the recipe said auto (the banner shows it)

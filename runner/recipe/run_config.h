@@ -24,6 +24,7 @@ struct DataConfig {
   int64_t eval_batch_size;           // per process (null in the recipe = batch_size)
   int64_t workers;
   bool skip_bad_files;               // on_bad_file: skip | error
+  std::string sampler;               // random | weighted (WeightedRandomSampler, 1 / class count)
   std::optional<int64_t> max_train_samples, max_eval_samples;  // nullopt = every example
 };
 

@@ -54,6 +54,11 @@ SectionSpec<DataConfig> declare_data() {
            "an image that does not decode: skip (left out of its batch, with a warning) | error (stop)",
            [](D& d, const Node& v) { d.skip_bad_files = v.as<std::string>() == "skip"; })
       .choices({"skip", "error"})
+      .key("sampler", &D::sampler, Type::String, Node("random"),
+           "training order: random (a permutation per epoch, as DistributedSampler) | weighted (len(train) draws "
+           "with replacement, each example weighted 1 / its class's count, as WeightedRandomSampler; "
+           "classes come out equally often)")
+      .choices({"random", "weighted"})
       .key("max_train_samples", &D::max_train_samples, Type::Int, Node(), "use only the first N training examples")
       .min(1)
       .key("max_eval_samples", &D::max_eval_samples, Type::Int, Node(), "use only the first N evaluation examples")

@@ -54,6 +54,9 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
   const int64_t batch = job.config.data.batch_size, accum = job.config.train.grad_accum_steps;
   spdlog::info("***** Running training *****");
   spdlog::info("  Num examples = {}", thousands(int64_t(job.data.train->size())));
+  if (job.sample_weights.defined())  // only then, so a default run's log is as it was
+    spdlog::info("  Sampler = weighted ({} draws per epoch with replacement, each example weighted 1 / its class's count)",
+                 thousands(int64_t(job.data.train->size())));
   spdlog::info("  Num Epochs = {}", job.config.train.epochs);
   spdlog::info("  Instantaneous batch size per device = {}", batch);
   spdlog::info("  Total train batch size (w. parallel, distributed & accumulation) = {}", batch * acc.world_size() * accum);

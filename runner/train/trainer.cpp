@@ -40,7 +40,10 @@ LoaderOptions loader_options(const Job& job, bool train) {
   o.shard.shuffle = train;
   o.shard.pad = train;
   o.shard.seed = job.config.seed;
-  if (train) o.batch_transforms = job.batch_transforms;
+  if (train) {
+    o.batch_transforms = job.batch_transforms;
+    o.shard.weights = job.sample_weights;  // data.sampler: weighted
+  }
   o.num_classes = int64_t(job.data.classes.size());
   return o;
 }

@@ -303,6 +303,42 @@ TEST_F(BadInput, FewerModelOutputsThanClasses) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// train.loss.weight: one number per model output (F.cross_entropy raises at the first batch
+// otherwise), each >= 0, not all 0; `balanced` needs every class in the training split, as sklearn.
+TEST_F(BadInput, LossWeightOfTheWrongLength) {
+  expect_bad_input(recipe("loss: nll", "loss: {name: nll, weight: [1, 2, 3]}"),
+                   "train.loss.weight: 3 weights for 10 classes (model.num_classes); give one per class, or balanced");
+}
+
+TEST_F(BadInput, NegativeLossWeight) {
+  expect_bad_input(recipe("loss: nll", "loss: {name: nll, weight: [1, 1, 1, -0.5, 1, 1, 1, 1, 1, 1]}"),
+                   (dir / "r.yaml") + ":11:46: train.loss.weight: item 3: must be >= 0, got -0.5");
+}
+
+TEST_F(BadInput, AllLossWeightsZero) {
+  expect_bad_input(recipe("loss: nll", "loss: {name: nll, weight: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}"),
+                   "train.loss.weight: every weight is 0, so the weighted mean loss is 0 / 0; give some class a weight > 0");
+}
+
+TEST_F(BadInput, MisspeltLossWeightWord) {
+  expect_bad_input(recipe("loss: nll", "loss: {name: nll, weight: balance}"),
+                   (dir / "r.yaml") + ":11:46: train.loss.weight: expected a list[float] or 'balanced', got 'balance' "
+                                      "(did you mean 'balanced'?)");
+}
+
+// Fashion-MNIST's first 5 training labels are 9, 0, 0, 3, 0: no trouser (1) to count.
+TEST_F(BadInput, BalancedLossWeightWithAClassMissingFromTraining) {
+  expect_bad_input(recipe("loss: nll", "loss: {name: nll, weight: balanced}") + " data.max_train_samples=5",
+                   "train.loss.weight: balanced: class '1' (label 1) has no training examples, so n_samples / "
+                   "(n_classes * count) has no value (sklearn refuses it too); give the weights as a list");
+}
+
+TEST_F(BadInput, MisspeltSampler) {
+  expect_bad_input(recipe("workers: 1", "workers: 1\n  sampler: weigthed"),
+                   (dir / "r.yaml") + ":10:12: data.sampler: unknown value 'weigthed' (did you mean 'weighted'?); "
+                                      "one of: random, weighted");
+}
+
 // The recipe argument itself: missing, a folder, unreadable.
 TEST_F(BadInput, RecipeFileThatCannotBeRead) {
   fs::create_directories(dir / "folder.yaml");

@@ -1,10 +1,12 @@
-// The trainrun binary on generated pets and STL-10 folders: `check` prints class counts and
-// split sizes, one epoch trains and evaluates, and a corrupt image is skipped or fatal as
-// data.on_bad_file says.
+// The trainrun binary on generated pets, STL-10 and image folders: `check` prints class counts
+// and split sizes, one epoch trains and evaluates, a corrupt image is skipped or fatal as
+// data.on_bad_file says, and an imbalanced folder trains with balanced loss weights and the
+// weighted sampler.
 #include "components/data/image.h"
 #include "test_util.h"
 
 #include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
 
 namespace trainrun {
 namespace {
@@ -138,6 +140,74 @@ TEST(DataEndToEnd, PetsRecipeChecks) {
                                     (dir / "pets") + " model.pretrained=null precision=fp32"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("data: pets_folder, 2 classes, 16 train / 4 validation examples"), std::string::npos) << r.out;
+}
+
+// An image_folder of three classes: 12 / 4 / 2 training images (cat, dog, owl) and 2 validation
+// images of each.
+void write_imbalanced_folders(const std::string& dir) {
+  torch::manual_seed(3);
+  for (auto [name, n] : {std::pair<std::string, int>{"cat", 12}, {"dog", 4}, {"owl", 2}}) {
+    fs::create_directories(dir + "/train/" + name);
+    fs::create_directories(dir + "/val/" + name);
+    for (int i = 0; i < n; ++i)
+      write_image(dir + "/train/" + name + "/" + std::to_string(i) + ".png", torch::randint(0, 256, {30, 30, 3}, torch::kUInt8));
+    for (int i = 0; i < 2; ++i)
+      write_image(dir + "/val/" + name + "/" + std::to_string(i) + ".png", torch::randint(0, 256, {30, 30, 3}, torch::kUInt8));
+  }
+}
+
+constexpr const char* kImbalancedRecipe = R"(
+model: {name: basicnet, num_classes: auto}
+data:
+  dataset: {name: image_folder, root: ROOT/train, val_root: ROOT/val, channels: 1}
+  train_transforms: [{resize: {size: [28, 28]}}, to_tensor, normalize]
+  eval_transforms: [{resize: {size: [28, 28]}}, to_tensor, normalize]
+  sampler: weighted
+  batch_size: 3
+  workers: 2
+train: {epochs: 2, loss: {name: nll, weight: balanced}, log_every_steps: 1}
+optimizer: {name: adam, lr: 1.0e-3}
+)";
+
+// train.loss.weight: balanced and data.sampler: weighted in a 2-process run: the resolved recipe
+// holds sklearn's weights for the training labels (18 / (3 x 12), 18 / (3 x 4), 18 / (3 x 2)), the
+// banner names the sampler, both epochs train and evaluate, and the resolved recipe checks as is.
+TEST(DataEndToEnd, ImbalancedFolderTrainsWithBalancedLossAndWeightedSampler) {
+  test::TempDir dir;
+  write_imbalanced_folders(dir / "data");
+  std::string text = kImbalancedRecipe;
+  for (std::size_t at; (at = text.find("ROOT")) != std::string::npos;) text.replace(at, 4, dir / "data");
+  test::write_file(dir / "imbalanced.yaml", text);
+  auto r = test::run(test::trainrun((dir / "imbalanced.yaml") + " world.nproc_per_node=2 world.master_port=0 output.dir=" +
+                                    (dir / "run")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Sampler = weighted (18 draws per epoch with replacement, each example weighted 1 / its class's count)"),
+            std::string::npos) << r.out;
+  int64_t evaluations = 0;
+  bool finished = false;
+  for (auto& l : test::read_jsonl(dir / "run/metrics.jsonl")) {
+    if (l.contains("eval_loss")) ++evaluations;
+    finished |= l.contains("train_runtime");
+  }
+  EXPECT_EQ(evaluations, 2);
+  EXPECT_TRUE(finished);
+
+  YAML::Node resolved = YAML::LoadFile(dir / "run/recipe.resolved.yaml");
+  EXPECT_EQ(resolved["data"]["sampler"].as<std::string>(), "weighted");
+  std::vector<int64_t> labels(12, 0);
+  labels.insert(labels.end(), 4, 1);
+  labels.insert(labels.end(), 2, 2);
+  test::write_file(dir / "labels.json", nlohmann::json(labels).dump());
+  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/class_weight.py") + " " +
+                      (dir / "labels.json") + " 3");
+  ASSERT_EQ(py.code, 0) << py.err;
+  EXPECT_EQ(resolved["train"]["loss"]["weight"].as<std::vector<double>>(),
+            nlohmann::json::parse(py.out).get<std::vector<double>>());
+  EXPECT_EQ(resolved["train"]["loss"]["weight"].as<std::vector<double>>(), (std::vector<double>{0.5, 1.5, 3.0}));
+
+  auto again = test::run(test::trainrun("check " + (dir / "run/recipe.resolved.yaml")));
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("train class counts: cat: 12, dog: 4, owl: 2"), std::string::npos) << again.out;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // saved with every checkpoint as transformers' EarlyStoppingCallback saves it, so a resumed run
 // stops where the uninterrupted one does.
 #include "runner/train/callbacks/callbacks.h"
+#include "runner/train/evaluate.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,0 +1,19 @@
+#include "components/data/dataset.h"
+
+#include <algorithm>
+
+namespace trainrun {
+
+std::vector<int64_t> class_counts(const Dataset& d, int64_t num_classes) {
+  std::vector<int64_t> counts(std::size_t(std::max<int64_t>(num_classes, 0)), 0);
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const int64_t label = d.label(i);
+    if (label < 0 || label >= num_classes)
+      throw DataError("example " + std::to_string(i) + " has label " + std::to_string(label) + ", outside 0-" +
+                      std::to_string(num_classes - 1));
+    ++counts[std::size_t(label)];
+  }
+  return counts;
+}
+
+}  // namespace trainrun
