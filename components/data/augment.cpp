@@ -4,6 +4,7 @@
 #include "components/data/augment.h"
 
 #include "components/data/pil_ops.h"
+#include "components/data/transform_params.h"
 #include "components/data/transform.h"
 
 #include <ATen/ATen.h>
@@ -62,12 +63,7 @@ struct PolicyOptions {
   std::vector<double> fill;  // empty = 0
 };
 
-std::vector<double> fill_of(const Config& c) {
-  if (c.is_null("fill")) return {};
-  auto n = c.node()["fill"];
-  if (n.IsScalar()) return {n.as<double>()};
-  return n.as<std::vector<double>>();
-}
+std::vector<double> fill_of(const Config& c) { return c.is_null("fill") ? std::vector<double>{} : numbers(c, "fill"); }
 
 class RandAugment : public Transform {
  public:
@@ -350,16 +346,9 @@ class RandomErasing : public Transform {
 
 // --- recipe parsing ---------------------------------------------------------------------------------
 
-std::vector<double> list_of(const Config& c, const std::string& key) {
-  auto n = c.node()[key];
-  if (n.IsScalar()) return {n.as<double>()};
-  return n.as<std::vector<double>>();
-}
-
 // [lo, hi] with lo <= hi.
 std::array<double, 2> ordered_pair(const Config& c, const std::string& key) {
-  auto v = list_of(c, key);
-  if (v.size() != 2 || v[0] > v[1]) throw std::invalid_argument(key + ": expected [min, max] with min <= max");
+  auto v = pair_of(c, key);
   return {v[0], v[1]};
 }
 
@@ -367,7 +356,7 @@ std::array<double, 2> ordered_pair(const Config& c, const std::string& key) {
 // clipped at `floor`), two are [min, max]; `bound` limits both ends.
 std::optional<std::array<double, 2>> jitter_range(const Config& c, const std::string& key, double center, double floor,
                                                   std::optional<double> bound = std::nullopt) {
-  auto v = list_of(c, key);
+  auto v = numbers(c, key);
   std::array<double, 2> r;
   if (v.size() == 1) {
     if (v[0] < 0) throw std::invalid_argument(key + ": a single value must be >= 0");
@@ -391,7 +380,7 @@ std::optional<std::array<double, 2>> optional_pair(const Config& c, const std::s
 
 AffineRanges affine_ranges(const Config& c) {
   AffineRanges r;
-  auto d = list_of(c, "degrees");
+  auto d = numbers(c, "degrees");
   if (d.size() == 1) {
     if (d[0] < 0) throw std::invalid_argument("degrees: a single value must be >= 0");
     r.degrees = {-d[0], d[0]};
@@ -402,7 +391,7 @@ AffineRanges affine_ranges(const Config& c) {
   }
   r.fill = fill_of(c);
   if (c.has("center") && !c.is_null("center")) {
-    auto v = list_of(c, "center");
+    auto v = numbers(c, "center");
     if (v.size() != 2) throw std::invalid_argument("center: expected [x, y] in pixels");
     r.center = std::array<double, 2>{v[0], v[1]};
   }
@@ -426,13 +415,13 @@ std::shared_ptr<Transform> make_rand_augment(const Config& c, const ModelInput&)
 std::shared_ptr<Transform> make_random_affine(const Config& c, const ModelInput&) {
   AffineRanges r = affine_ranges(c);
   if (!c.is_null("translate")) {
-    auto t = list_of(c, "translate");
+    auto t = numbers(c, "translate");
     if (t.size() != 2) throw std::invalid_argument("translate: expected [a, b]");
     r.translate = std::array<double, 2>{t[0], t[1]};
   }
   r.scale = optional_pair(c, "scale");
   if (!c.is_null("shear")) {
-    r.shear = list_of(c, "shear");
+    r.shear = numbers(c, "shear");
     if (r.shear.size() == 1) {
       if (r.shear[0] < 0) throw std::invalid_argument("shear: a single value must be >= 0");
       r.shear = {-r.shear[0], r.shear[0]};
@@ -566,7 +555,7 @@ TRAINRUN_REGISTER(Transform, "gaussian_blur", "Gaussian blur with sigma drawn fr
                                                                 : c.get<std::vector<int64_t>>("kernel_size");
                     if (k.size() != 2 || k[0] % 2 == 0 || k[1] % 2 == 0)
                       throw std::invalid_argument("kernel_size: expected odd numbers, one or [width, height]");
-                    auto s = list_of(c, "sigma");
+                    auto s = numbers(c, "sigma");
                     if (s.size() == 1) s.push_back(s[0]);
                     if (s.size() != 2 || s[0] > s[1]) throw std::invalid_argument("sigma: expected one number or [min, max]");
                     return std::make_shared<GaussianBlur>(k[0], k[1], s[0], s[1]);
@@ -608,7 +597,7 @@ TRAINRUN_REGISTER(Transform, "random_erasing",
                   [](const Config& c, const ModelInput&) {
                     const bool random = c.is_word("value", "random");
                     return std::make_shared<RandomErasing>(c.get<double>("p"), ordered_pair(c, "scale"), ordered_pair(c, "ratio"),
-                                                           random ? std::vector<double>{} : list_of(c, "value"), random);
+                                                           random ? std::vector<double>{} : numbers(c, "value"), random);
                   });
 
 }  // namespace trainrun

@@ -9,6 +9,7 @@
 // measured by tests/components/transforms_test.cpp and stated in the README.
 #include "components/data/cv_tensor.h"
 #include "components/data/pil_ops.h"
+#include "components/data/transform_params.h"
 #include "components/data/transform.h"
 
 #include <ATen/ATen.h>
@@ -77,11 +78,6 @@ std::pair<int64_t, int64_t> hw(const Config& c, const std::string& key) {
   return {v[0], v.size() == 2 ? v[1] : v[0]};
 }
 
-std::vector<double> numbers(const Config& c, const std::string& key) {
-  auto n = c.node()[key];
-  if (n.IsScalar()) return {n.as<double>()};
-  return n.as<std::vector<double>>();
-}
 
 // `key: model` takes the model's values, written into the recipe's node as the shortest text that
 // reads back the same (0.1307, not 0.13070000000000001), so the resolved recipe shows them.
@@ -104,12 +100,6 @@ Schema interpolation_param(Schema s) {
   return s;
 }
 
-std::vector<double> pair_of(const Config& c, const std::string& key) {
-  auto v = numbers(c, key);
-  if (v.size() != 2 || v[0] > v[1])
-    throw std::invalid_argument(key + ": expected [min, max] with min <= max");
-  return v;
-}
 
 // uint8 HWC -> float CHW through one lookup table per channel: entry v is what torchvision
 // computes for a pixel v (ToTensor's float(v) / 255, then Normalize's (x - mean) / std, each
@@ -276,6 +266,19 @@ class RandomHorizontalFlip : public Transform {
 };
 
 }  // namespace
+
+std::vector<double> numbers(const Config& c, const std::string& key) {
+  auto n = c.node()[key];
+  if (n.IsScalar()) return {n.as<double>()};
+  return n.as<std::vector<double>>();
+}
+
+std::vector<double> pair_of(const Config& c, const std::string& key) {
+  auto v = numbers(c, key);
+  if (v.size() != 2 || v[0] > v[1])
+    throw std::invalid_argument(key + ": expected [min, max] with min <= max");
+  return v;
+}
 
 CropBox random_resized_crop_box(int64_t height, int64_t width, const std::vector<double>& scale,
                                 const std::vector<double>& ratio, Rng& rng) {
