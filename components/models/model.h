@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainrun {
@@ -32,6 +33,11 @@ class Classifier : public torch::nn::Module {
   virtual InputConfig input_config() const = 0;
   // Glob over parameter names that selects the classifier head (for freeze rules, re-init).
   virtual std::string classifier_pattern() const = 0;
+  // timm's group_matcher(coarse=False): (group, regex) pairs in order, each regex matched at the
+  // start of a parameter name, its captured numbers ordering the layers within the group (layer
+  // ids for optimizer.layer_decay). Empty: timm's fallback, auto_group_layers (12 parameter
+  // tensors per layer, the classifier last).
+  virtual std::vector<std::pair<std::string, std::string>> group_matcher() const { return {}; }
   // Whether forward() returns log-probabilities (BasicNet) rather than logits.
   virtual bool outputs_log_probs() const { return false; }
   // What `model.pretrained: true` loads: the weights published for this architecture, as

@@ -222,6 +222,9 @@ class ResNetImpl : public Classifier {
     return in;
   }
   std::string classifier_pattern() const override { return "fc.*"; }
+  std::vector<std::pair<std::string, std::string>> group_matcher() const override {
+    return {{"stem", R"(^conv1|bn1|maxpool)"}, {"blocks", R"(^layer(\d+)\.(\d+))"}};  // timm's ResNet.group_matcher
+  }
   std::string published_weights() const override { return published_; }
   bool prefers_channels_last() const override { return true; }
 

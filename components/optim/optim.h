@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json_fwd.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,18 +21,54 @@ namespace trainrun {
 
 using NamedParameters = std::vector<std::pair<std::string, at::Tensor>>;
 
+// One parameter group as torch's optimizers take them (timm's param group dicts): its
+// parameters by name, the factor on the optimizer's (and so the schedule's) lr, timm's
+// `lr_scale`, and its weight decay (nullopt: the optimizer's).
+struct ParamGroup {
+  std::string name;  // as timm names layer-decay groups ("layer_3_decay"), or "decay" / "no_decay"
+  NamedParameters params;
+  double lr_scale = 1.0;
+  std::optional<double> weight_decay;
+};
+using ParamGroups = std::vector<ParamGroup>;
+
 template <>
 struct Kind<torch::optim::Optimizer> {
   static constexpr const char* name = "optimizers";
-  // Gets the trainable parameters by name, so `no_decay` can group them.
-  using Factory = std::function<std::shared_ptr<torch::optim::Optimizer>(const Config&, const NamedParameters&)>;
+  // Gets the planned parameter groups (plan_param_groups); one torch param group each.
+  using Factory = std::function<std::shared_ptr<torch::optim::Optimizer>(const Config&, const ParamGroups&)>;
 };
 
-// Splits parameters into a decayed group and a zero-decay one. Patterns: `bias` (names ending
-// in "bias"), `norm` (1-D weights: BatchNorm/LayerNorm scales, as timm's
-// param_groups_weight_decay), or a glob over the parameter name.
-std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> split_no_decay(
-    const NamedParameters& params, const std::vector<std::string>& patterns);
+// The keys every optimizer has: lr, weight_decay and the grouping rules (no_decay, layer_decay,
+// groups). An optimizer's schema starts from this (components/optim/param_groups.h).
+Schema optimizer_schema(const char* lr, const char* weight_decay);
+// One entry of `optimizer.groups` ({params: GLOB, lr_scale, weight_decay}), checked by the recipe
+// engine as it checks freeze rules.
+const Schema& param_group_rule_schema();
+
+// Which layer each parameter belongs to, for layer-wise lr decay: timm's
+// group_parameters(model, model.group_matcher(coarse=False), reverse=True). `of` maps a
+// parameter name to its layer id in [0, count).
+struct LayerIds {
+  std::function<int64_t(const std::string&)> of;
+  int64_t count = 0;
+};
+
+// An extra lr factor by parameter name (freeze rules' `lr_scale`); null: none.
+using LrScaleOf = std::function<double(const std::string&)>;
+
+// The groups an optimizer section asks for over `params` (in named_parameters() order):
+// - no_decay: zero weight decay for `bias` (names ending in "bias"), `norm` (other 1-D weights,
+//   as timm's param_groups_weight_decay) and globs;
+// - layer_decay D (needs `layers`): timm's param_groups_layer_decay, lr_scale D^(last - layer);
+// - groups: [{params: GLOB, lr_scale, weight_decay}], last match wins; weight_decay here wins
+//   over no_decay; lr_scale multiplies the layer's;
+// - `extra` lr factors multiply too.
+// Without layer_decay, groups or extra scales the plan is the decayed group then the zero-decay
+// one (each only if non-empty), as before; with them, groups are named and ordered as timm's
+// (by first appearance).
+ParamGroups plan_param_groups(const Config& optimizer, const NamedParameters& params, const LayerIds* layers = nullptr,
+                              const LrScaleOf& extra = nullptr);
 
 // A learning-rate schedule, stepped once per optimizer step (after optimizer.step()), as
 // PyTorch's schedulers are. Subclasses give the lr (and momentum, for schedules that cycle it)
@@ -74,6 +111,7 @@ struct ScheduleContext {
   torch::optim::Optimizer* optimizer = nullptr;
   int64_t total_steps = 0;  // optimizer steps in the whole run
   int64_t steps_per_epoch = 0;
+  double optimizer_lr = 0;  // the recipe's optimizer.lr (a group's lr_scale is its lr / this); 0: unknown
 };
 
 template <>

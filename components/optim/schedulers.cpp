@@ -72,11 +72,12 @@ struct OneCycleOptions {
 // torch.optim.lr_scheduler.OneCycleLR: warm up from max_lr/div_factor to max_lr over pct_start
 // of the steps, then anneal to initial/final_div_factor (three_phase: back down to the initial
 // lr first), cycling momentum (or Adam's beta1) the other way. Like torch, every group starts
-// at max_lr/div_factor whatever the optimizer's lr is.
+// at max_lr/div_factor whatever the optimizer's lr is, times the group's lr_scale (its lr over
+// the recipe's, as timm's schedulers multiply param_group['lr_scale']).
 class OneCycle : public Scheduler {
  public:
-  OneCycle(torch::optim::Optimizer& opt, const OneCycleOptions& o, const std::string& path)
-      : Scheduler(opt), o_(o) {
+  OneCycle(torch::optim::Optimizer& opt, const OneCycleOptions& o, double optimizer_lr, const std::string& path)
+      : Scheduler(opt), o_(o), optimizer_lr_(optimizer_lr) {
     const double initial = o.max_lr / o.div_factor, min = initial / o.final_div_factor;
     const double total = double(o.total_steps);
     // torch's phase boundaries, float arithmetic and all.
@@ -99,9 +100,10 @@ class OneCycle : public Scheduler {
   }
 
  protected:
-  double lr(int64_t step, double) const override {
+  double lr(int64_t step, double base_lr) const override {
     auto [p, pct] = locate(step);
-    return anneal(p->start_lr, p->end_lr, pct);
+    const double v = anneal(p->start_lr, p->end_lr, pct);
+    return optimizer_lr_ <= 0 || base_lr == optimizer_lr_ ? v : v * (base_lr / optimizer_lr_);
   }
   std::optional<double> momentum(int64_t step) const override {
     if (!o_.cycle_momentum) return std::nullopt;
@@ -144,6 +146,7 @@ class OneCycle : public Scheduler {
   }
 
   OneCycleOptions o_;
+  double optimizer_lr_;
   std::vector<Phase> phases_;
 };
 
@@ -220,7 +223,7 @@ TRAINRUN_REGISTER(
       o.cycle_momentum = c.get<bool>("cycle_momentum");
       o.base_momentum = c.get<double>("base_momentum");
       o.max_momentum = c.get<double>("max_momentum");
-      return std::make_shared<OneCycle>(*ctx.optimizer, o, c.path());
+      return std::make_shared<OneCycle>(*ctx.optimizer, o, ctx.optimizer_lr, c.path());
     });
 
 TRAINRUN_REGISTER(

@@ -148,7 +148,7 @@ std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job) { retur
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job, const NamedParameters& params) {
   const auto& entry = Registry<torch::optim::Optimizer>::instance().get(job.recipe.root["optimizer"]["name"].as<std::string>());
   try {
-    return entry.make(job.recipe.section("optimizer"), params);
+    return entry.make(job.recipe.section("optimizer"), plan_param_groups(job, params));
   } catch (const std::invalid_argument& e) {
     throw RecipeError(e.what());
   }
@@ -158,7 +158,8 @@ std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimiz
                                            int64_t steps_per_epoch) {
   const auto& entry = Registry<Scheduler>::instance().get(job.recipe.root["scheduler"]["name"].as<std::string>());
   try {
-    auto s = entry.make(job.recipe.section("scheduler"), ScheduleContext{&optimizer, total_steps, steps_per_epoch});
+    const double lr = job.recipe.root["optimizer"]["lr"].as<double>();
+    auto s = entry.make(job.recipe.section("scheduler"), ScheduleContext{&optimizer, total_steps, steps_per_epoch, lr});
     s->set_steps_done(0);
     return s;
   } catch (const std::invalid_argument& e) {

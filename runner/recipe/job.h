@@ -60,6 +60,12 @@ struct JobOptions {
 // recipe shows what ran. Throws RecipeError, DataError or WeightsError: bad input, exit 2.
 Job build_job(Recipe recipe, const JobOptions& options = {});
 
+// The model's layer ids for optimizer.layer_decay (runner/recipe/param_groups.cpp).
+LayerIds layer_ids(const Classifier& model);
+// The optimizer's groups over `params`: optimizer.no_decay / layer_decay / groups and the
+// freeze rules' lr_scale.
+ParamGroups plan_param_groups(const Job& job, const NamedParameters& params);
+
 // Builds the optimizer over the trainable parameters, and its scheduler.
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job);
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job, const NamedParameters& params);

@@ -82,6 +82,9 @@ class Loader {
     root["model"] = check_component<Classifier>(root["model"], "model");
     root["data"]["dataset"] = check_component<Dataset>(root["data"]["dataset"], "data.dataset");
     root["optimizer"] = check_component<torch::optim::Optimizer>(root["optimizer"], "optimizer");
+    Node groups = root["optimizer"]["groups"];
+    for (std::size_t i = 0; groups.IsSequence() && i < groups.size(); ++i)
+      groups[i] = check_map(groups[i], param_group_rule_schema(), "optimizer.groups[" + std::to_string(i) + "]");
     root["scheduler"] = check_component<Scheduler>(root["scheduler"], "scheduler");
     root["train"]["loss"] = check_component<Loss>(root["train"]["loss"], "train.loss");
     for (const char* key : {"train_transforms", "eval_transforms"})

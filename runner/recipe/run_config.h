@@ -45,6 +45,7 @@ struct FreezeRule {
   std::string params;  // fnmatch glob over parameter names
   bool trainable;
   int64_t from_epoch;
+  double lr_scale = 1.0;  // factor on the lr of the parameters this rule makes trainable
 };
 
 // A registered component named in a list (callbacks:), with its validated parameters.

@@ -132,7 +132,11 @@ SectionSpec<FreezeRule> declare_freeze_rule() {
       .required("trainable", &F::trainable, Type::Bool, "whether the matching parameters train")
       .key("from_epoch", &F::from_epoch, Type::Int, yaml("0"),
            "the rule applies from this epoch on (counting from 0): gradual unfreezing")
-      .min(0);
+      .min(0)
+      .key("lr_scale", &F::lr_scale, Type::Float, yaml("1.0"),
+           "factor on the lr of the parameters this rule makes trainable (their optimizer group's lr_scale), "
+           "e.g. a backbone unfrozen at a tenth of the head's lr")
+      .above(0);
 }
 
 const SectionSpec<DataConfig>& data_section() {

@@ -59,7 +59,7 @@ TEST_P(OptimizerParity, TenStepsMatchTorchOptim) {
   NamedParameters params;
   for (auto& n : kParams) params.emplace_back(n, get(data, n).clone().requires_grad_());
   Config c = optimizer_config(GetParam().section);
-  auto optimizer = Registry<torch::optim::Optimizer>::instance().get(c.get<std::string>("name")).make(c, params);
+  auto optimizer = Registry<torch::optim::Optimizer>::instance().get(c.get<std::string>("name")).make(c, plan_param_groups(c, params));
   auto loss = Registry<Loss>::instance().get("cross_entropy").make(Config(YAML::Load("{label_smoothing: 0.0}"), "train.loss"));
   at::Tensor x = get(data, "x"), y = get(data, "y");
   for (int step = 0; step < 10; ++step) {
@@ -143,7 +143,7 @@ TEST(OptimizerRegistry, NoDecayPutsBiasesInAZeroDecayGroup) {
   for (auto& [n, t] : fixture())
     if (n != "x" && n != "y") params.emplace_back(n, t.requires_grad_());
   Config c = optimizer_config(R"({name: adamw, weight_decay: 0.5, no_decay: [bias]})");
-  auto opt = Registry<torch::optim::Optimizer>::instance().get("adamw").make(c, params);
+  auto opt = Registry<torch::optim::Optimizer>::instance().get("adamw").make(c, plan_param_groups(c, params));
   ASSERT_EQ(opt->param_groups().size(), 2u);
   auto& decayed = static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[0].options());
   auto& zero = static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[1].options());
