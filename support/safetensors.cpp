@@ -35,11 +35,14 @@ std::string safetensors_dtype(at::ScalarType t) {
   throw WeightsError(std::string("safetensors: unsupported dtype ") + c10::toString(t));
 }
 
-void save_safetensors(const std::string& path, const TensorList& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The file's pieces: the 8-byte header length, the header, each tensor's bytes (`data` keeps
+// the contiguous CPU copies alive).
+std::vector<Bytes> safetensors_pieces(const TensorList& tensors, const std::map<std::string, std::string>& metadata,
+                                      std::vector<at::Tensor>& data, std::string& text, unsigned char (&len)[8]) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<at::Tensor> data;
   int64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     at::Tensor c = t.detach().cpu().contiguous();
@@ -48,19 +51,38 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
     offset += bytes;
     data.push_back(c);
   }
-  std::string text = header.dump();
+  text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the format pads the header to 8 bytes
   uint64_t n = text.size();
-  unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = (n >> (8 * i)) & 0xff;
-
   std::vector<Bytes> pieces = {{len, 8}, {text.data(), text.size()}};
   for (auto& c : data) pieces.push_back({c.data_ptr(), std::size_t(c.numel() * c.element_size())});
+  return pieces;
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const TensorList& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::vector<at::Tensor> data;
+  std::string text;
+  unsigned char len[8];
+  std::vector<Bytes> pieces = safetensors_pieces(tensors, metadata, data, text, len);
   try {
     write_file_atomic(path, pieces);
   } catch (const FileWriteError& e) {
     throw WeightsError(e.what());
   }
+}
+
+std::string safetensors_bytes(const TensorList& tensors, const std::map<std::string, std::string>& metadata) {
+  std::vector<at::Tensor> data;
+  std::string text;
+  unsigned char len[8];
+  std::string out;
+  for (const Bytes& b : safetensors_pieces(tensors, metadata, data, text, len))
+    out.append(static_cast<const char*>(b.data), b.size);
+  return out;
 }
 
 TensorList load_safetensors(const std::string& path) {

@@ -26,6 +26,10 @@ std::string safetensors_dtype(at::ScalarType type);
 void save_safetensors(const std::string& path, const TensorList& tensors,
                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
 
+// The bytes save_safetensors would write (for a file a checkpoint adds, CheckpointFiles).
+std::string safetensors_bytes(const TensorList& tensors,
+                              const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
+
 // Reads every tensor, in file order. Throws WeightsError naming the file for a truncated file,
 // a bad header, an unknown dtype or offsets outside the data.
 TensorList load_safetensors(const std::string& path);

@@ -23,6 +23,9 @@
 //   on_step_end        after the optimizer step (state().global_step counts it)
 //   on_log             a log line: training (loss, ...), evaluation (eval_*), the final summary
 //   on_evaluate_begin  an evaluation is next (the model is switched to eval mode after it)
+//   on_evaluation_metrics  the evaluation ran; a callback may add metrics to it (the EMA
+//                      weights' eval_ema_*), which its log line, checkpoint-best and early
+//                      stopping then see
 //   on_evaluate        after an evaluation (its line went to on_log first)
 //   on_save_checkpoint a checkpoint is being written: add files to it (every rank is called;
 //                      rank 0 writes)
@@ -135,6 +138,9 @@ class Trainer {
   // Parameters that start training mid-run join the running optimizer as torch's add_param_group
   // does; the scheduler sets their lr; DDP is rebuilt over the new set.
   virtual void add_trainable(const std::vector<std::pair<std::string, at::Tensor>>& params) = 0;
+  // One evaluation of the model as its weights are now (every rank must call it: the metrics
+  // are reduced over ranks); the model is in eval mode afterwards.
+  virtual EvalResult evaluate_model() = 0;
 
  protected:
   ~Trainer() = default;
@@ -156,6 +162,7 @@ class Callback {
   virtual void on_step_end(Trainer&, TrainerControl&) {}
   virtual void on_log(Trainer&, const nlohmann::ordered_json& line) {}
   virtual void on_evaluate_begin(Trainer&, TrainerControl&) {}
+  virtual void on_evaluation_metrics(Trainer&, EvalResult&) {}
   virtual void on_evaluate(Trainer&, TrainerControl&, const EvalResult&, const nlohmann::ordered_json& line) {}
   virtual void on_save_checkpoint(Trainer&, CheckpointFiles&) {}
   virtual void on_save(Trainer&, TrainerControl&) {}

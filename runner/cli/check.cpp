@@ -33,6 +33,26 @@ std::string class_counts_line(const Dataset& d, const std::vector<std::string>& 
 // `check --schedule`: line `step lr [momentum]` is the state after `step` optimizer steps
 // (torch's get_last_lr() after that many scheduler.step() calls; step 0 is what the first
 // optimizer step uses), so the pairs match metrics.jsonl's step / learning_rate.
+// The optimizer's parameter groups as a PyTorch user would list optimizer.param_groups: what
+// optimizer.no_decay / layer_decay / groups and the freeze rules' lr_scale made of the
+// trainable parameters (groups that join when a freeze rule unfreezes are not listed).
+void print_param_groups(const Job& job) {
+  const YAML::Node opt = job.recipe.root["optimizer"];
+  // A plugin's optimizer may have neither key.
+  const double lr = opt["lr"] ? opt["lr"].as<double>() : 0.0, wd = opt["weight_decay"] ? opt["weight_decay"].as<double>() : 0.0;
+  ParamGroups plan = plan_param_groups(job, job.trainable());
+  std::cout << "optimizer: " << opt["name"].as<std::string>() << ", " << plan.size() << " parameter group"
+            << (plan.size() == 1 ? "" : "s") << "\n";
+  std::cout << fmt::format("  {:<24} {:>7} {:>12} {:>9} {:>12} {:>12}\n", "group", "tensors", "parameters", "lr_scale", "lr",
+                           "weight_decay");
+  for (const ParamGroup& g : plan) {
+    int64_t n = 0;
+    for (const auto& [name, p] : g.params) n += p.numel();
+    std::cout << fmt::format("  {:<24} {:>7} {:>12} {:>9.6g} {:>12.6g} {:>12.6g}\n", g.name, g.params.size(), thousands(n),
+                             g.lr_scale, lr * g.lr_scale, g.weight_decay.value_or(wd));
+  }
+}
+
 void print_schedule(const Job& job, torch::optim::Optimizer& optimizer, Scheduler& scheduler, int64_t total) {
   bool momentum = scheduler.cycles_momentum();
   std::cout << "# " << job.config.scheduler << ": step lr"
@@ -93,6 +113,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool download
   std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
             << (nproc > 1 ? "es" : "") << ", backend " << c.world.backend << ", " << job.threads
             << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
+  print_param_groups(job);
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";
   return 0;
 }

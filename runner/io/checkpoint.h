@@ -21,7 +21,8 @@ struct CheckpointOptions {
   std::string save_every;            // epoch | N optimizer steps | never
   std::optional<int64_t> keep_last;  // nullopt = keep all
   std::string best_metric;           // eval_loss, eval_accuracy, ...; empty = none
-  bool greater_is_better = false;    // inferred from the name, as the Trainer does
+  bool greater_is_better = false;    // inferred from the name, as the Trainer does (or set)
+  bool load_best_model_at_end = false;  // the final model.safetensors is checkpoint-best's
   std::string resume;                // auto | never | PATH
 
   bool enabled() const { return save_every != "never"; }

@@ -158,7 +158,8 @@ std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimiz
                                            int64_t steps_per_epoch) {
   const auto& entry = Registry<Scheduler>::instance().get(job.recipe.root["scheduler"]["name"].as<std::string>());
   try {
-    const double lr = job.recipe.root["optimizer"]["lr"].as<double>();
+    const YAML::Node lr_node = job.recipe.root["optimizer"]["lr"];  // a plugin's optimizer may have none
+    const double lr = lr_node && lr_node.IsScalar() ? lr_node.as<double>() : 0.0;
     auto s = entry.make(job.recipe.section("scheduler"), ScheduleContext{&optimizer, total_steps, steps_per_epoch, lr});
     s->set_steps_done(0);
     return s;

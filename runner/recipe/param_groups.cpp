@@ -15,10 +15,10 @@ namespace trainrun {
 
 namespace {
 
-// timm's group_with_matcher(..., reverse=True) for a dict matcher without suffixes: each name's
-// ordinal tuple is (group ordinal, captured numbers...) with Python's falsy entries (ordinal 0,
-// unmatched or empty captures) filtered out, (inf,) when nothing matches; the sorted distinct
-// tuples are the layer ids.
+// timm's group_with_matcher(..., reverse=True) for a dict matcher without suffixes
+// (timm/models/_manipulate.py): each name's ordinal tuple is (group ordinal, captured numbers...)
+// of the first regex matching at its start, (inf,) when none does; the sorted distinct tuples
+// are the layer ids.
 LayerIds matched_layer_ids(const std::vector<std::string>& names, const std::vector<std::pair<std::string, std::string>>& matcher) {
   std::vector<std::regex> compiled;
   for (const auto& [group, pattern] : matcher) compiled.emplace_back(pattern, std::regex::ECMAScript);
@@ -29,10 +29,9 @@ LayerIds matched_layer_ids(const std::vector<std::string>& names, const std::vec
     for (std::size_t g = 0; g < compiled.size(); ++g) {
       std::smatch m;
       if (!std::regex_search(name, m, compiled[g], std::regex_constants::match_continuous)) continue;
-      key.clear();
-      if (g != 0) key.push_back(double(g));
+      key = {double(g)};
       for (std::size_t i = 1; i < m.size(); ++i)
-        if (m[i].matched && m[i].length() > 0) key.push_back(std::stod(m[i].str()));
+        if (m[i].matched) key.push_back(std::stod(m[i].str()));
       break;
     }
     ordinal[name] = key;

@@ -77,6 +77,7 @@ class Loader {
     load_plugins(root);  // before anything they may register is looked up
     root["data"] = check_map(root["data"], section_schema("data"), "data");
     root["train"] = check_map(root["train"], section_schema("train"), "train");
+    if (root["train"]["ema"].IsMap()) root["train"]["ema"] = check_map(root["train"]["ema"], section_schema("train.ema"), "train.ema");
     root["output"] = check_map(root["output"], section_schema("output"), "output");
     root["world"] = check_map(root["world"], section_schema("world"), "world");
     root["model"] = check_component<Classifier>(root["model"], "model");

@@ -28,6 +28,16 @@ struct DataConfig {
   std::optional<int64_t> max_train_samples, max_eval_samples;  // nullopt = every example
 };
 
+// train.ema: timm's ModelEmaV3 (runner/train/callbacks/ema.cpp).
+struct EmaOptions {
+  double decay = 0.9998;
+  double min_decay = 0.0;
+  bool warmup = false;
+  double warmup_gamma = 1.0;
+  double warmup_power = 2.0 / 3.0;
+  int64_t every_n_steps = 1;
+};
+
 struct TrainConfig {
   int64_t epochs;
   int64_t grad_accum_steps;
@@ -38,6 +48,7 @@ struct TrainConfig {
   std::string eval_every;             // epoch | never | N optimizer steps
   int64_t eval_steps;                 // N, when eval_every is a number
   std::vector<std::string> metrics;   // accuracy, top5
+  std::optional<EmaOptions> ema;      // null: no EMA
 };
 
 // One freeze rule; train.unfreeze_at_epoch is appended as {"*", true, E}.

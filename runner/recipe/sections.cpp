@@ -7,6 +7,7 @@
 #include "runner/recipe/run_config.h"
 
 #include "registry/section_spec.h"
+#include "components/optim/optim.h"
 
 namespace trainrun {
 
@@ -65,6 +66,8 @@ SectionSpec<DataConfig> declare_data() {
       .min(1);
 }
 
+const SectionSpec<EmaOptions>& ema_section();
+
 // train: the training loop.
 SectionSpec<TrainConfig> declare_train() {
   using T = TrainConfig;
@@ -94,7 +97,49 @@ SectionSpec<TrainConfig> declare_train() {
            })
       .min(1).choices({"epoch", "never"})
       .key("metrics", &T::metrics, Type::StringList, Node(std::vector<std::string>{"accuracy"}), "evaluation metrics")
-      .choices({"accuracy", "top5"});
+      .choices({"accuracy", "top5"})
+      .key("ema", Type::Map, Node(),
+           "an exponential moving average of the weights, timm's ModelEmaV3 (`describe recipe/train.ema`); "
+           "evaluated beside the weights as eval_ema_*, saved as model_ema.safetensors; null = none",
+           [](T& t, const Node& v) {
+             if (!v.IsNull()) t.ema = ema_section().read(v);
+           })
+      .nullable();
+}
+
+// train.ema: timm's ModelEmaV3 arguments (decay, min_decay, use_warmup, warmup_gamma,
+// warmup_power) and how often it updates.
+SectionSpec<EmaOptions> declare_ema() {
+  using E = EmaOptions;
+  return SectionSpec<E>()
+      .key("decay", &E::decay, Type::Float, yaml("0.9998"),
+           "EMA decay: ema = decay * ema + (1 - decay) * weights (timm train.py's --model-ema-decay default)")
+      .range(0, 1)
+      .key("min_decay", &E::min_decay, Type::Float, yaml("0.0"), "with warmup: the lowest decay (timm's min_decay)")
+      .range(0, 1)
+      .key("warmup", &E::warmup, Type::Bool, yaml("false"),
+           "decay warm-up 1 - (1 + step / warmup_gamma) ** -warmup_power, capped at decay (timm's use_warmup)")
+      .key("warmup_gamma", &E::warmup_gamma, Type::Float, yaml("1.0"), "timm's warmup_gamma").above(0)
+      .key("warmup_power", &E::warmup_power, Type::Float, yaml("0.6666666666666666"), "timm's warmup_power").above(0)
+      .key("every_n_steps", &E::every_n_steps, Type::Int, yaml("1"),
+           "update after every N-th optimizer step (with the step count, so warm-up follows the steps)")
+      .min(1);
+}
+
+const SectionSpec<EmaOptions>& ema_section() {
+  static const auto spec = declare_ema();
+  return spec;
+}
+
+// As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are better
+// lower, everything else higher. The EMA's metrics (train.ema) are eval_ema_*.
+std::string best_metric_name(const std::string& m) { return m.rfind("eval_", 0) == 0 ? m : "eval_" + m; }
+
+std::vector<std::string> best_metric_choices() {
+  std::vector<std::string> out;
+  for (const char* prefix : {"eval_", "", "eval_ema_", "ema_"})
+    for (const char* m : {"loss", "accuracy", "top5"}) out.push_back(std::string(prefix) + m);
+  return out;
 }
 
 // output: the run folder and its checkpoints.
@@ -113,13 +158,31 @@ SectionSpec<CheckpointOptions> declare_output() {
            "evaluation metric that picks checkpoint-best (losses: lower is better); null = none",
            [](O& o, const Node& v) {
              if (v.IsNull()) return;
-             // As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are
-             // better lower, everything else higher.
-             o.best_metric = v.as<std::string>();
-             if (o.best_metric.rfind("eval_", 0) != 0) o.best_metric = "eval_" + o.best_metric;
+             o.best_metric = best_metric_name(v.as<std::string>());
              o.greater_is_better = o.best_metric.find("loss") == std::string::npos;
            })
-      .choices({"eval_loss", "eval_accuracy", "eval_top5", "loss", "accuracy", "top5"}).nullable()
+      .choices(best_metric_choices()).nullable()
+      .key("metric_for_best_model", Type::String, Node(),
+           "transformers' name for best_metric (one of the two, or both alike); null = best_metric's",
+           [](O& o, const Node& v) {
+             if (v.IsNull()) return;
+             const std::string m = best_metric_name(v.as<std::string>());
+             if (o.best_metric != "eval_loss" && o.best_metric != m)
+               throw RecipeError("output.metric_for_best_model: " + m + " and output.best_metric: " + o.best_metric +
+                                 " name different metrics; give one");
+             o.best_metric = m;
+             o.greater_is_better = m.find("loss") == std::string::npos;
+           })
+      .choices(best_metric_choices()).nullable()
+      .key("greater_is_better", Type::Bool, Node(),
+           "whether a higher best metric is better; null = inferred from its name (losses lower), as transformers",
+           [](O& o, const Node& v) {
+             if (!v.IsNull()) o.greater_is_better = v.as<bool>();
+           })
+      .nullable()
+      .key("load_best_model_at_end", &O::load_best_model_at_end, Type::Bool, yaml("false"),
+           "the run's final model.safetensors is checkpoint-best's (its EMA weights when the metric is eval_ema_*), "
+           "as transformers' load_best_model_at_end")
       .key("resume", &O::resume, Type::Path, Node("auto"),
            "auto (newest complete checkpoint in dir, else a fresh start) | never | PATH of a checkpoint folder");
 }
@@ -214,6 +277,7 @@ const std::vector<std::pair<std::string, const Schema*>>& sections() {
       {"", &top_level_section().schema()},       {"data", &data_section().schema()},
       {"train", &train_section().schema()},      {"output", &output_section().schema()},
       {"world", &world_section().schema()},      {"freeze[]", &freeze_rule_section().schema()},
+      {"train.ema", &ema_section().schema()},    {"optimizer.groups[]", &param_group_rule_schema()},
   };
   return all;
 }
@@ -237,6 +301,16 @@ RunConfig RunConfig::from(const YAML::Node& root) {
   RunConfig c = top_level_section().read(root);
   // train.unfreeze_at_epoch: E is the last freeze rule {"*", true, E}.
   if (c.train.unfreeze_at_epoch) c.freeze.push_back({"*", true, *c.train.unfreeze_at_epoch});
+  if (c.output.load_best_model_at_end) {
+    std::string missing = c.output.best_metric.empty() ? "output.best_metric (or metric_for_best_model) is null"
+                          : !c.output.enabled()        ? "output.save_every is never"
+                          : c.train.eval_every == "never" ? "train.eval_every is never"
+                                                          : "";
+    if (!missing.empty())
+      throw RecipeError("output.load_best_model_at_end: needs evaluated checkpoints to choose from, but " + missing);
+  }
+  if (c.output.best_metric.rfind("eval_ema_", 0) == 0 && !c.train.ema)
+    throw RecipeError("output.best_metric: " + c.output.best_metric + " is an EMA metric, but train.ema is null");
   return c;
 }
 

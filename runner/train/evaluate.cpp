@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -58,8 +59,12 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
 nlohmann::ordered_json eval_line(const EvalResult& r, const std::vector<std::string>& metrics, int64_t step,
                                  double epoch) {
   nlohmann::ordered_json line;
-  for (const char* key : {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"}) {
-    bool wanted = std::string(key) != "eval_accuracy" && std::string(key) != "eval_top5";
+  const std::vector<std::string> own = {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"};
+  for (const std::string& key : own) {
+    if (key == "eval_runtime")  // what callbacks added (eval_ema_*) follows the evaluation's own metrics
+      for (const auto& [extra, v] : r.metrics)
+        if (std::find(own.begin(), own.end(), extra) == own.end()) line[extra] = v;
+    bool wanted = key != "eval_accuracy" && key != "eval_top5";
     for (auto& m : metrics) wanted |= "eval_" + m == key;
     if (wanted) line[key] = r.metrics.at(key);
   }

@@ -6,12 +6,15 @@
 #include "runner/train/callback_state.h"
 #include "runner/train/loss_sums.h"
 #include "runner/train/run_folder.h"
+#include "support/durable_file.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace trainrun {
 
@@ -98,6 +101,8 @@ void TrainLoop::add_trainable(const NamedParameters& params) {
   ddp_.reset();  // the old reducer's autograd hooks go before the new reducer's come
   ddp_ = acc_->prepare(job_.model);
 }
+
+EvalResult TrainLoop::evaluate_model() { return evaluate(ddp_->module(), *eval_loader_, *job_.loss, job_, *acc_); }
 
 // Rank 0's choice of checkpoint for every rank (resuming across nodes needs output.dir on a
 // shared file system, as the Trainer's does).
@@ -270,7 +275,8 @@ void TrainLoop::log_training() {
 void TrainLoop::evaluate_now() {
   control_.should_evaluate = false;
   fire([&](Callback& c) { c.on_evaluate_begin(*this, control_); });
-  last_eval_ = evaluate(ddp_->module(), *eval_loader_, *job_.loss, job_, *acc_);
+  last_eval_ = evaluate_model();
+  fire([&](Callback& c) { c.on_evaluation_metrics(*this, last_eval_); });
   nlohmann::ordered_json line = eval_line(last_eval_, job_.config.train.metrics, state_.global_step, epoch_progress());
   unsaved_eval_ = line;
   log(line);
@@ -320,8 +326,22 @@ EvalResult TrainLoop::finish() {
   acc_->wait_for_everyone();
   if (!acc_->is_main_process()) return last_eval_;
   const std::string weights = (fs::path(output_dir()) / "model.safetensors").string();
-  save_safetensors(weights, state_dict(ddp_->module()));
+  const CheckpointOptions& output = job_.config.output;
   spdlog::info("\n\nTraining completed.\n");
+  if (output.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
+    // transformers' load_best_model_at_end: the best checkpoint's weights (its EMA's when the
+    // metric judged the EMA) become the run's model, byte for byte.
+    const bool ema = output.best_metric.rfind("eval_ema_", 0) == 0;
+    const fs::path best = fs::path(state_.best_model_checkpoint) / (ema ? "model_ema.safetensors" : "model.safetensors");
+    spdlog::info("Loading best model from {} ({}: {})", best.string(), output.best_metric, state_.best_metric.value_or(NAN));
+    std::ifstream in(best, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) throw TrainingError("output.load_best_model_at_end: cannot read " + best.string());
+    write_file_atomic(weights, bytes.str());
+  } else {
+    save_safetensors(weights, state_dict(ddp_->module()));
+  }
   log({{"train_runtime", runtime},
        {"train_samples_per_second", samples / runtime},
        {"train_steps_per_second", double(state_.global_step - first_step_) / runtime},

@@ -59,6 +59,7 @@ class TrainLoop final : public Trainer {
   const LoopSums& loop_sums() override;
   at::Tensor take_nonfinite_loss() override;
   void add_trainable(const NamedParameters& params) override;
+  EvalResult evaluate_model() override;
   const WorldInfo& world() const { return world_; }
 
  private:

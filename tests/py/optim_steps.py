@@ -7,11 +7,14 @@ usage: optim_steps.py IN.safetensors OPTIMIZER_JSON OUT.safetensors [UNFREEZE_ST
   weight_decay 0.
 Each step: zero_grad, F.cross_entropy(fc2(tanh(fc1(x))), y), backward, step. OUT gets the four
 parameters after the last step.
+With OPTIM_GROUPS in the environment (a JSON list of {"names": [...], "lr": ..., "weight_decay": ...}),
+the optimizer gets exactly those param groups (optimizer.groups written out by hand).
 With UNFREEZE_STEP K, fc1 is frozen (requires_grad False, not in the optimizer) for the first K
 steps, then unfrozen and handed to the running optimizer with add_param_group (its biases in a
 zero-decay group when no_decay says so): gradual unfreezing as a PyTorch script does it.
 """
 import json
+import os
 import sys
 
 import torch
@@ -33,7 +36,15 @@ def main():
     assert set(no_decay) <= {"bias"}, "the reference only knows no_decay: [bias]"
     unfreeze = int(sys.argv[4]) if len(sys.argv) > 4 else None
 
+    # OPTIM_GROUPS: the param groups written out as a PyTorch user would
+    # ([{"names": [...], "lr": ..., "weight_decay": ...}, ...]), for optimizer.groups.
+    explicit = json.loads(os.environ.get("OPTIM_GROUPS", "null"))
+    cfg.pop("groups", None)
+
     def groups_of(names):
+        if explicit is not None:
+            return [dict({k: v for k, v in g.items() if k != "names"}, params=[params[n] for n in g["names"] if n in names])
+                    for g in explicit]
         chosen = {n: params[n] for n in names}
         if no_decay:
             return [{"params": [p for n, p in chosen.items() if not n.endswith("bias")]},

@@ -10,6 +10,8 @@ std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job) {
       progress_callback(),       console_callback(), metrics_file_callback(),
       step_agreement_callback(), flow_callback(job.config.train),
       unfreeze_callback(),       checkpoint_callback(job.config.output)};
+  // Before the recipe's callbacks, so theirs see the EMA's metrics too.
+  if (job.config.train.ema) out.push_back(ema_callback(*job.config.train.ema));
   for (const auto& c : job.config.callbacks) out.push_back(Registry<Callback>::instance().get(c.name).make(c.config));
   return out;
 }

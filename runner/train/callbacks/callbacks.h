@@ -13,6 +13,7 @@ struct Job;
 struct WorldInfo;
 struct TrainConfig;
 struct CheckpointOptions;
+struct EmaOptions;
 
 // logging.cpp: the progress bar, the console's {'loss': ...} lines, metrics.jsonl + TensorBoard.
 std::shared_ptr<Callback> progress_callback();
@@ -26,6 +27,9 @@ std::shared_ptr<Callback> flow_callback(const TrainConfig& train);
 std::shared_ptr<Callback> unfreeze_callback();
 // checkpointing.cpp: when to save (output.save_every), checkpoint-N, checkpoint-best, rotation.
 std::shared_ptr<Callback> checkpoint_callback(const CheckpointOptions& output);
+
+// ema.cpp: train.ema, timm's ModelEmaV3 (model_ema.safetensors, eval_ema_*).
+std::shared_ptr<Callback> ema_callback(const EmaOptions& options);
 
 // The built-in ones above, then the recipe's (registered callbacks, e.g. early_stopping).
 std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job);
