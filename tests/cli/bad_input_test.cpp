@@ -294,6 +294,21 @@ TEST_F(BadInput, MixupKey) {
                    (dir / "r.yaml") + ":6:10: data.mixup: data.batch_transforms has a mixup already; give one of the two");
 }
 
+// optimizer.layer_decay / groups, the freeze rules' lr_scale, train.ema and the best-model keys.
+TEST_F(BadInput, ParamGroupEmaAndBestModelKeys) {
+  const std::string opt = "optimizer: {name: adamw, lr: 1.0e-3";
+  expect_bad_input(recipe(opt, opt + ", layer_decay: 1.5"), (dir / "r.yaml") + ":10:51: optimizer.layer_decay: must be <= 1, got 1.5");
+  expect_bad_input(recipe(opt, opt + ", groups: [{params: 'fc*', lr_scal: 2}]"), (dir / "r.yaml") + ":10:63: optimizer.groups[0].lr_scal: unknown key (did you mean 'lr_scale'?)");
+  expect_bad_input(recipe(opt, opt + ", groups: [{lr_scale: 2}]"), (dir / "r.yaml") + ":10:47: optimizer.groups[0].params: missing (glob over parameter names (`fc.*`, `layer4.*`))");
+  const std::string train = "log_every_steps: 2}";
+  expect_bad_input(recipe(train, "log_every_steps: 2, ema: {decya: 0.9}}"), (dir / "r.yaml") + ":11:57: train.ema.decya: unknown key (did you mean 'decay'?)");
+  expect_bad_input(recipe(train, "log_every_steps: 2, ema: {decay: 2}}"), (dir / "r.yaml") + ":11:64: train.ema.decay: must be <= 1, got 2");
+  expect_bad_input(recipe() + " 'freeze=[{params: \"*\", trainable: true, lr_scale: 0}]'", "command line 'freeze=[{params: \"*\", trainable: true, lr_scale: 0}]': freeze[0].lr_scale: must be > 0, got 0");
+  expect_bad_input(recipe() + " train.eval_every=never output.load_best_model_at_end=true", "output.load_best_model_at_end: needs evaluated checkpoints to choose from, but train.eval_every is never");
+  expect_bad_input(recipe() + " output.metric_for_best_model=ema_accuracy", "output.best_metric: eval_ema_accuracy is an EMA metric, but train.ema is null");
+  expect_bad_input(recipe() + " output.best_metric=accuracy output.metric_for_best_model=top5", "output.metric_for_best_model: eval_top5 and output.best_metric: eval_accuracy name different metrics; give one");
+}
+
 // Fewer outputs than the data has classes would fail only at the first batch with a higher label
 // (after the run folder was written); more outputs are allowed (a head with spare classes).
 TEST_F(BadInput, FewerModelOutputsThanClasses) {
