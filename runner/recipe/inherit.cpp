@@ -166,14 +166,23 @@ std::string RecipeSources::file_at(const YAML::Mark& mark) const {
   return file;
 }
 
+const std::string* override_of(const std::map<std::string, std::string>& overrides, const std::string& path) {
+  for (const auto& [p, text] : overrides)
+    if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0) return &text;
+  return nullptr;
+}
+
 std::string written_at(const RecipeSources& sources, const std::map<std::string, std::string>& overrides,
                        const std::string& path, const Node& node) {
-  for (const auto& [p, text] : overrides)
-    if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0) return "command line '" + text + "'";
+  if (const std::string* text = override_of(overrides, path)) return "command line '" + *text + "'";
   return sources.where(node);
 }
 
-Node merge_recipe_trees(const Node& under, const Node& over, RecipeSources& sources) {
+Node merge_recipe_trees(const Node& under, const Node& over, RecipeSources& sources, const std::string& path) {
+  if ((under.IsMap() && over.IsSequence()) || (under.IsSequence() && over.IsMap()))
+    throw RecipeError(sources.where(over) + ": " + path + ": a " + (over.IsMap() ? "mapping" : "list") +
+                      " cannot replace the " + (under.IsMap() ? "mapping" : "list") + " at " + sources.where(under) +
+                      " (OmegaConf.merge refuses it too); write it as a " + (under.IsMap() ? "mapping" : "list"));
   if (!under.IsMap() || !over.IsMap()) return over;
   Node out(YAML::NodeType::Map);
   for (auto it = under.begin(); it != under.end(); ++it) {
@@ -181,7 +190,7 @@ Node merge_recipe_trees(const Node& under, const Node& over, RecipeSources& sour
     for (auto o = over.begin(); o != over.end(); ++o)
       if (key.IsScalar() && o->first.IsScalar() && o->first.Scalar() == key.Scalar()) {
         // reset, not =: a Node's operator= writes through to the node it refers to.
-        value.reset(merge_recipe_trees(value, o->second, sources));
+        value.reset(merge_recipe_trees(value, o->second, sources, (path.empty() ? "" : path + ".") + key.Scalar()));
         key.reset(o->first);  // an unknown key written in both files is reported in the later one
       }
     out.force_insert(key, value);

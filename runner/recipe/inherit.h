@@ -39,6 +39,10 @@ class RecipeSources {
   std::vector<Entry> entries_;
 };
 
+// The command-line override (`overrides` maps each overridden dotted path to its text) that set
+// `path` or a section holding it; nullptr when none did.
+const std::string* override_of(const std::map<std::string, std::string>& overrides, const std::string& path);
+
 // Where a value of a loaded recipe came from: "FILE:LINE:COL", "command line 'k=v'" (`overrides`
 // maps each overridden dotted path to its text), or "" when neither wrote it (a default).
 std::string written_at(const RecipeSources& sources, const std::map<std::string, std::string>& overrides,
@@ -55,9 +59,11 @@ struct RecipeFiles {
 // entry and a cycle (`a.yaml -> b.yaml -> a.yaml`), naming the file and line.
 RecipeFiles read_recipe_files(const std::string& file);
 
-// The OmegaConf.merge of two recipe trees: `over` wins; mappings merge recursively, in `under`'s
-// key order with `over`'s new keys after; nodes are moved, not copied. A merged mapping is
-// recorded in `sources` as written where `over`'s was.
-YAML::Node merge_recipe_trees(const YAML::Node& under, const YAML::Node& over, RecipeSources& sources);
+// The OmegaConf.merge of two recipe trees (at dotted `path`): `over` wins; mappings merge
+// recursively, in `under`'s key order with `over`'s new keys after; nodes are moved, not copied.
+// A merged mapping is recorded in `sources` as written where `over`'s was. A list over a mapping
+// or a mapping over a list is a RecipeError, as OmegaConf's ConfigTypeError.
+YAML::Node merge_recipe_trees(const YAML::Node& under, const YAML::Node& over, RecipeSources& sources,
+                              const std::string& path = "");
 
 }  // namespace trainrun

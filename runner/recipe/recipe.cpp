@@ -294,7 +294,7 @@ class Loader {
   std::string lookup(const std::string& var, const std::string& path, const Node& at, const Node& root) {
     if (var == "name") return root["name"].as<std::string>();
     if (var == "recipe_dir") {  // the folder of the file the string was written in
-      std::string file = sources_.file_of(at);
+      std::string file = override_of(overridden_, path) ? "" : sources_.file_of(at);
       std::string dir = fs::path(file.empty() ? file_ : file).parent_path().string();
       return dir.empty() ? "." : dir;
     }
