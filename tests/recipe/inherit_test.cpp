@@ -138,33 +138,24 @@ TEST(RecipeInheritance, MergedValues) {
             R"({"a":{"x":3,"y":2,"w":3},"s":"top","only1":0.001,"l":["a","b"],"only2":true,"out":"runs/${name}"})");
 }
 
-const char* kBaseMinimal = R"(model:
-  name: basicnet
-data:
-  dataset:
-    name: mnist
-    root: /data/mnist
+const char* kBaseMinimal = R"(model: {name: basicnet}
+data: {dataset: {name: mnist, root: /data/mnist}}
 optimizer:
   name: sgd
   lr: 0.1
 )";
 
 std::string load_error_of(const std::string& file, const std::vector<std::string>& overrides = {}) {
-  try {
-    load_recipe(file, overrides);
-  } catch (const RecipeError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_of<RecipeError>([&] { load_recipe(file, overrides); });
 }
 
 TEST(RecipeInheritance, ErrorsNameTheFileAndLineTheKeyWasWrittenIn) {
   TempDir dir;
   write_file(dir / "top.yaml", "base: base.yaml\nname: top\n");
   write_file(dir / "base.yaml", std::string(kBaseMinimal) + "  lrr: 1\n");
-  EXPECT_EQ(load_error_of(dir / "top.yaml"), (dir / "base.yaml") + ":10:3: optimizer.lrr: unknown key (did you mean 'lr'?)");
+  EXPECT_EQ(load_error_of(dir / "top.yaml"), (dir / "base.yaml") + ":6:3: optimizer.lrr: unknown key (did you mean 'lr'?)");
   write_file(dir / "base.yaml", std::string(kBaseMinimal) + "train: {epochs: two}\n");
-  EXPECT_EQ(load_error_of(dir / "top.yaml"), (dir / "base.yaml") + ":10:17: train.epochs: expected an integer, got 'two'");
+  EXPECT_EQ(load_error_of(dir / "top.yaml"), (dir / "base.yaml") + ":6:17: train.epochs: expected an integer, got 'two'");
   write_file(dir / "base.yaml", std::string(kBaseMinimal) + "train: {epochs: 2}\n");
   EXPECT_EQ(load_error_of(dir / "top.yaml", {"train.epochs=two"}),
             "command line 'train.epochs=two': train.epochs: expected an integer, got 'two'");
