@@ -122,7 +122,7 @@ TEST(RecipeInheritance, ListAndMappingDoNotReplaceEachOther) {
     EXPECT_EQ(test::error_of<RecipeError>([&] { read_recipe_files(dir / "top.yaml"); }), error);
     auto r = test::run(std::string(test::kPython) + " " + test::source("tests/py/recipe_merge.py") + " " + (dir / "top.yaml"));
     EXPECT_NE(r.code, 0);
-    EXPECT_NE(r.err.find("ConfigTypeError: Cannot merge "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("ConfigTypeError"), std::string::npos) << r.err;  // "Cannot merge DictConfig with ListConfig"
   }
 }
 
