@@ -17,7 +17,7 @@ packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libdeflate-dev libt
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ]; then
   # The real launchers the distributed tests run trainrun under: torchrun (python3-torch),
   # mpirun (openmpi-bin), srun/sbatch (slurm-wlm + munge), and a terminal (tmux) for Ctrl-C.
-  packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy python3-sklearn
+  packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-omegaconf
              openmpi-bin slurm-wlm munge tmux iproute2 procps strace)
   # Python's real safetensors reads what trainrun writes and writes what it reads (tests/py/st.py);
   # Debian packages it from 13 on (Debian 12's tests use st.py's own reader of the format).

@@ -1,5 +1,5 @@
-// `trainrun check RECIPE.yaml [--schedule]`: validate, build model and data, print what a run
-// would do (or its learning-rate schedule) without training.
+// `trainrun check RECIPE.yaml [--schedule] [--origin]`: validate, build model and data, print what
+// a run would do (or its learning-rate schedule) without training.
 #include "runner/cli/commands.h"
 
 #include "components/data/download.h"
@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <map>
 
 namespace trainrun::cli {
 namespace {
@@ -65,17 +66,95 @@ void print_schedule(const Job& job, torch::optim::Optimizer& optimizer, Schedule
   }
 }
 
+// One value of a recipe, as `check --origin` prints it.
+struct ValueOrigin {
+  std::string path, value, origin;
+};
+
+std::string flow_text(const YAML::Node& node) {
+  if (node.IsNull()) return "null";
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+// The leaves of `node` (scalars, nulls, lists of scalars, empty mappings) under `path`, each with
+// where it was written ("" for a default).
+void collect_values(const Recipe& recipe, const YAML::Node& node, const std::string& path, std::vector<ValueOrigin>& out) {
+  bool flat = node.IsSequence();
+  for (std::size_t i = 0; flat && i < node.size(); ++i) flat = !node[i].IsMap() && !node[i].IsSequence();
+  if (node.IsMap() && node.size() > 0) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      collect_values(recipe, it->second, path.empty() ? key : path + "." + key, out);
+    }
+  } else if (node.IsSequence() && !flat) {
+    for (std::size_t i = 0; i < node.size(); ++i) collect_values(recipe, node[i], path + "[" + std::to_string(i) + "]", out);
+  } else {
+    out.push_back({path, flow_text(node), written_at(recipe.sources, recipe.overrides, path, node)});
+  }
+}
+
+std::vector<ValueOrigin> recipe_values(const Recipe& recipe) {
+  std::vector<ValueOrigin> out;
+  collect_values(recipe, recipe.root, "", out);
+  for (auto& v : out)
+    if (v.origin.empty()) v.origin = "default";
+  return out;
+}
+
+// `check --origin`: each value of the resolved recipe and where it came from: FILE:LINE:COL (the
+// recipe or a base), the command line's override, `default` (the schema's), or `auto (WHERE)`
+// when the job computed it for this machine, launch or dataset from what WHERE held (`auto`,
+// null, `model`). `loaded` is the recipe's values before the job was built.
+std::vector<ValueOrigin> resolved_values(const Recipe& recipe, const std::vector<ValueOrigin>& loaded) {
+  std::map<std::string, const ValueOrigin*> before;
+  for (const auto& v : loaded) before[v.path] = &v;
+  std::vector<ValueOrigin> now = recipe_values(recipe);
+  for (auto& v : now) {
+    auto was = before.find(v.path);
+    if (was != before.end() && was->second->value == v.value) {
+      v.origin = was->second->origin;
+      continue;
+    }
+    // Computed: named after the value it replaced (eval_transforms: model became a list).
+    std::string at = v.path;
+    while (!at.empty() && !before.count(at)) {
+      const std::size_t cut = at.find_last_of(".[");
+      at = cut == std::string::npos ? "" : at.substr(0, cut);
+    }
+    v.origin = "auto (" + (before.count(at) ? before[at]->origin : std::string("default")) + ")";
+  }
+  return now;
+}
+
+void print_values(const std::string& file, const std::vector<ValueOrigin>& values) {
+  std::size_t width = 0;
+  for (const auto& v : values) width = std::max(width, v.path.size() + 2 + v.value.size());
+  width = std::min<std::size_t>(width, 64);
+  std::cout << "# resolved recipe (" << file << "), each value with where it came from\n";
+  for (const auto& v : values) {
+    std::string line = v.path + ": " + v.value;
+    std::cout << line << std::string(line.size() < width ? width - line.size() : 0, ' ') << "  # " << v.origin << "\n";
+  }
+  std::cout << "\n";
+}
+
 }  // namespace
 
 // Without --download nothing is fetched: what a run would download is a note, and a dataset not
 // here yet ends the report early (its classes cannot be counted).
-int cmd_check(const std::vector<std::string>& args, bool schedule, bool download) {
+int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download) {
   JobOptions options;
   options.download = download;
   Job job;
+  std::vector<ValueOrigin> loaded;
   try {
-    job = load_job(args, options);
+    Recipe recipe = load_recipe_of(args);
+    if (origin) loaded = recipe_values(recipe);
+    job = build_job(std::move(recipe), options);
   } catch (const DownloadDeferred& e) {
+    if (origin) print_values(args[0], loaded);  // as written: the `auto` values wait for the data
     std::cout << "note: " << e.what() << "\n"
               << "data: not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
     return 0;
@@ -93,7 +172,10 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool download
     print_schedule(job, *optimizer, *scheduler, total);
     return 0;
   }
-  std::cout << "# resolved recipe (" << job.recipe.file << ")\n" << job.recipe.dump() << "\n";
+  if (origin)
+    print_values(job.recipe.file, resolved_values(job.recipe, loaded));
+  else
+    std::cout << "# resolved recipe (" << job.recipe.file << ")\n" << job.recipe.dump() << "\n";
   std::cout << "model: " << c.model << ", " << thousands(job.total_parameters())
             << " parameters, " << thousands(job.trainable_parameters()) << " trainable\n";
   std::cout << "data: " << c.data.dataset << ", " << job.data.classes.size()

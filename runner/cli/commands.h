@@ -10,7 +10,9 @@
 
 namespace trainrun::cli {
 
-// The job of `RECIPE.yaml key=value ...` (every command's arguments), built as `options` say.
+// The recipe of `RECIPE.yaml key=value ...` (every command's arguments), and its job built as
+// `options` say.
+Recipe load_recipe_of(const std::vector<std::string>& args);
 Job load_job(const std::vector<std::string>& args, const JobOptions& options = {});
 
 // The weights file of `--checkpoint`: a .safetensors file, or a folder holding model.safetensors.
@@ -25,7 +27,7 @@ struct TrainState {
 
 // `trainrun RECIPE.yaml [overrides]`; `argv` relaunches us as the workers.
 int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state);
-int cmd_check(const std::vector<std::string>& args, bool schedule, bool download);
+int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download);
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint);
 // `args` is `RECIPE [overrides] [IMAGE...]`; `images` are those given with --images.
 int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,

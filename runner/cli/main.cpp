@@ -16,9 +16,13 @@
 
 namespace trainrun::cli {
 
-Job load_job(const std::vector<std::string>& args, const JobOptions& options) {
+Recipe load_recipe_of(const std::vector<std::string>& args) {
   if (args.empty()) throw RecipeError("no recipe given (usage: trainrun RECIPE.yaml [key.path=value ...])");
-  return build_job(load_recipe(args[0], std::vector<std::string>(args.begin() + 1, args.end())), options);
+  return load_recipe(args[0], std::vector<std::string>(args.begin() + 1, args.end()));
+}
+
+Job load_job(const std::vector<std::string>& args, const JobOptions& options) {
+  return build_job(load_recipe_of(args), options);
 }
 
 namespace {
@@ -28,6 +32,7 @@ struct Options {
   std::vector<std::string> args, check_args, eval_args, predict_args, images;
   std::string kind, component, checkpoint;
   bool schedule = false;
+  bool origin = false;
   bool download = false;
   int64_t top_k = 5;
   CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *list = nullptr, *describe = nullptr;
@@ -38,6 +43,9 @@ void add_commands(CLI::App& app, Options& o) {
   o.check = app.add_subcommand("check", "validate, print the resolved recipe, build model and data (no training)");
   o.check->add_option("recipe", o.check_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.check->add_flag("--schedule", o.schedule, "print `step lr [momentum]` for every optimizer step of the run instead");
+  o.check->add_flag("--origin", o.origin,
+                    "print each value of the resolved recipe with where it came from (file:line, command line, "
+                    "default, auto)");
   o.check->add_flag("--download", o.download,
                     "fetch what the run would download (datasets with download: true, Hub weights) first");
   o.eval = app.add_subcommand("eval", "evaluate a checkpoint folder or .safetensors file on the eval split");
@@ -58,7 +66,7 @@ void add_commands(CLI::App& app, Options& o) {
 int run_command(const CLI::App& app, const Options& o, const std::vector<std::string>& argv, TrainState& state) {
   if (*o.list) return cmd_list(o.kind);
   if (*o.describe) return cmd_describe(o.component);
-  if (*o.check) return cmd_check(o.check_args, o.schedule, o.download);
+  if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download);
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
   if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.top_k, o.images);
   if (o.args.empty()) {

@@ -11,11 +11,8 @@
 #include "registry/registry.h"
 #include "components/callbacks/callback.h"
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -42,38 +39,21 @@ class Loader {
       return load_checked(overrides);
     } catch (const YAML::Exception& e) {
       // A conversion the checks above did not foresee: still one line naming the place.
-      throw RecipeError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
+      std::string file = sources_.file_at(e.mark);
+      throw RecipeError((file.empty() ? file_ : file) + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
                         e.msg);
     }
   }
 
  private:
-  // The file's text, or one line saying why it cannot be had (yaml-cpp's LoadFile says "bad file",
-  // and a folder given as the recipe escaped as a bare basic_filebuf error).
-  std::string read_recipe_file() const {
-    std::error_code ec;
-    if (!fs::exists(file_, ec)) throw RecipeError(file_ + ": no such recipe file");
-    if (fs::is_directory(file_, ec)) throw RecipeError(file_ + ": is a folder, not a recipe file");
-    std::ifstream in(file_, std::ios::binary);
-    std::ostringstream text;
-    if (in) text << in.rdbuf();
-    if (!in) throw RecipeError(file_ + ": cannot read the recipe: " + std::strerror(errno));
-    return text.str();
-  }
-
   Recipe load_checked(const std::vector<std::string>& overrides) {
-    Node root;
-    try {
-      root = YAML::Load(read_recipe_file());
-    } catch (const YAML::Exception& e) {
-      throw RecipeError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                        ": YAML syntax error: " + e.msg);
-    }
-    if (root.IsNull()) root = Node(YAML::NodeType::Map);
-    if (!root.IsMap()) fail("", root, "a recipe is a mapping of sections (model:, data:, ...)");
+    RecipeFiles files = read_recipe_files(file_);
+    sources_ = std::move(files.sources);
+    Node root = files.root;
     for (auto& o : overrides) apply_override(root, o);
 
     root = check_map(root, section_schema(""), "");
+    root.remove("base");  // merged in by read_recipe_files; only documented in the schema
     load_plugins(root);  // before anything they may register is looked up
     root["data"] = check_map(root["data"], section_schema("data"), "data");
     root["train"] = check_map(root["train"], section_schema("train"), "train");
@@ -104,7 +84,7 @@ class Loader {
     if (root["name"].IsNull()) root["name"] = fs::path(file_).stem().string();
     interpolate(root, "", root);
     check_world(root["world"]);
-    return Recipe{file_, root};
+    return Recipe{file_, root, std::move(sources_), std::move(overridden_)};
   }
 
   // `plugins:` (${recipe_dir} and ${env:VAR} work in their paths).
@@ -131,12 +111,11 @@ class Loader {
     throw RecipeError(where(path, at) + ": " + (path.empty() ? "" : path + ": ") + msg);
   }
 
-  // file:line:col for nodes from the file; the override for nodes the command line set,
-  // including a section it created (`wrld.nproc_per_node=1` makes the key `wrld`).
+  // file:line:col for nodes from the recipe or a base; the override for nodes the command line
+  // set, including a section it created (`wrld.nproc_per_node=1` makes the key `wrld`).
   std::string where(const std::string& path, const Node& at) const {
-    for (auto& [p, text] : overridden_)
-      if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0)
-        return "command line '" + text + "'";
+    std::string written = written_at(sources_, overridden_, path, at);
+    if (!written.empty()) return written;
     if (at && at.Mark().line >= 0 && !at.Mark().is_null())
       return file_ + ":" + std::to_string(at.Mark().line + 1) + ":" + std::to_string(at.Mark().column + 1);
     for (auto& [p, text] : overridden_)
@@ -157,6 +136,8 @@ class Loader {
     if (eq == std::string::npos || eq == 0)
       throw RecipeError("command line '" + text + "': expected key.path=value (e.g. optimizer.lr=3e-4)");
     std::string path = text.substr(0, eq);
+    if (path == "base" || path.rfind("base.", 0) == 0)
+      throw RecipeError("command line '" + text + "': base: the bases are merged before the overrides; write base: in a recipe file");
     Node value;
     try {
       value = YAML::Load(text.substr(eq + 1));
@@ -248,7 +229,9 @@ class Loader {
     if (node.IsScalar()) {  // `loss: nll` is short for `loss: {name: nll}`
       Node full(YAML::NodeType::Map);
       full["name"] = node;
-      node = full;
+      sources_.add_alias(full, node);
+      sources_.add_alias(full["name"], node);
+      node.reset(full);  // not `node = full`, which would turn the scalar in the tree into the mapping
     }
     if (!node.IsMap()) fail(path, node, "expected a mapping with `name:`");
     Node name = node["name"];
@@ -286,8 +269,9 @@ class Loader {
           fail(item_path, item, "unknown " + what + " '" + n + "'" + did_you_mean(n, reg.names()) +
                                   "; one of: " + names(reg.names()));
       }
-      Node entry(YAML::NodeType::Map);
-      entry[n] = check_map(params, reg.find(n)->schema, item_path + "." + n);
+      Node entry(YAML::NodeType::Map), checked = check_map(params, reg.find(n)->schema, item_path + "." + n);
+      sources_.add_alias(checked, item.IsScalar() ? item : params);
+      entry[n] = checked;
       out.push_back(entry);
     }
     return out;
@@ -313,8 +297,9 @@ class Loader {
 
   std::string lookup(const std::string& var, const std::string& path, const Node& at, const Node& root) {
     if (var == "name") return root["name"].as<std::string>();
-    if (var == "recipe_dir") {
-      std::string dir = fs::path(file_).parent_path().string();
+    if (var == "recipe_dir") {  // the folder of the file the string was written in
+      std::string file = override_of(overridden_, path) ? "" : sources_.file_of(at);
+      std::string dir = fs::path(file.empty() ? file_ : file).parent_path().string();
       return dir.empty() ? "." : dir;
     }
     if (var.rfind("env:", 0) == 0) {
@@ -332,6 +317,7 @@ class Loader {
   }
 
   std::string file_;
+  RecipeSources sources_;
   std::map<std::string, std::string> overridden_;
 };
 

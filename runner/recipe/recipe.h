@@ -1,12 +1,15 @@
 // The recipe engine: YAML file + dotted overrides -> a validated tree with every default filled
-// in and ${...} interpolated. Errors name the file, line and column (or the override) at fault.
+// in and ${...} interpolated, after its bases are merged in (inherit.h). Errors name the file,
+// line and column (or the override) at fault.
 #pragma once
 
 #include "registry/schema.h"
+#include "runner/recipe/inherit.h"
 #include "support/errors.h"
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +19,8 @@ namespace trainrun {
 struct Recipe {
   std::string file;
   YAML::Node root;
+  RecipeSources sources;                         // which file (the recipe, a base) wrote each node
+  std::map<std::string, std::string> overrides;  // dotted path -> the command-line override that set it
 
   Config section(const std::string& dotted_path) const;
   YAML::Node node(const std::string& dotted_path) const;

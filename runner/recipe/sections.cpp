@@ -230,7 +230,12 @@ SectionSpec<RunConfig>::Reader section(S RunConfig::*member, const SectionSpec<S
 SectionSpec<RunConfig> declare_top_level() {
   using R = RunConfig;
   return SectionSpec<R>()
-      .key("name", &R::name, Type::String, Node(), "run name; default: the recipe file's stem")
+      .key("base", Type::StringList, Node(),
+           "recipe file(s) this one builds on (relative to this file), merged in order, then this file's keys: "
+           "mappings key by key, lists and values replaced (OmegaConf.merge); the resolved recipe has them merged in")
+      .scalar_ok()
+      .nullable()
+      .key("name", &R::name, Type::String, Node(), "run name; default: the recipe file's stem (a base's name is inherited)")
       .key("seed", &R::seed, Type::Int, yaml("42"), "seeds model init, shuffling, augmentation and dropout").min(0)
       .required("model", Type::Map, "the model: `name` from `trainrun list models` + its parameters",
                 [](R& c, const Node& v) { c.model = name_of(v); })

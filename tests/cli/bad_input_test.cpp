@@ -375,6 +375,35 @@ TEST_F(BadInput, RecipeFileThatCannotBeRead) {
   EXPECT_FALSE(fs::exists(dir / "run"));
 }
 
+// `base:` (recipe inheritance) naming a file that is not there: the line of the entry.
+TEST_F(BadInput, MissingBaseRecipe) {
+  expect_bad_input(recipe("name: bad_input\n", "name: bad_input\nbase: common.yaml\n"),
+                   (dir / "r.yaml") + ":2:7: base: " + (dir / "common.yaml") + ": no such recipe file");
+}
+
+// Bases that lead back to a recipe already being read: the chain, at the entry that closes it.
+TEST_F(BadInput, BaseRecipeCycle) {
+  test::write_file(dir / "common.yaml", "base: r.yaml\nseed: 1\n");
+  expect_bad_input(recipe("name: bad_input\n", "name: bad_input\nbase: common.yaml\n"),
+                   (dir / "common.yaml") + ":1:7: base: a cycle: " + (dir / "r.yaml") + " -> " + (dir / "common.yaml") +
+                       " -> " + (dir / "r.yaml"));
+}
+
+TEST_F(BadInput, BaseThatIsNotAFileName) {
+  expect_bad_input(recipe("name: bad_input\n", "name: bad_input\nbase: {file: common.yaml}\n"),
+                   (dir / "r.yaml") + ":2:7: base: expected a recipe file or a list of recipe files, got a mapping");
+  expect_bad_input(recipe("name: bad_input\n", "name: bad_input\nbase: [common.yaml, [other.yaml]]\n"),
+                   (dir / "r.yaml") + ":2:21: base[1]: expected a recipe file, got a list");
+}
+
+// A key misspelt in a base is reported at the base's line, whichever recipe builds on it.
+TEST_F(BadInput, MisspeltKeyInABaseRecipe) {
+  std::string base = recipe("batch_size: 32", "batch_sise: 32");
+  fs::rename(base, dir / "base.yaml");
+  test::write_file(dir / "r.yaml", "base: base.yaml\noutput: {dir: " + (dir / "run") + "}\n");
+  expect_bad_input(dir / "r.yaml", (dir / "base.yaml") + ":6:3: data.batch_sise: unknown key (did you mean 'batch_size'?)");
+}
+
 // The list of registered names ends the line; plugins may add to it.
 TEST_F(BadInput, UnknownRegistryName) {
   std::string args = recipe("{name: basicnet}", "{name: resnet19}");

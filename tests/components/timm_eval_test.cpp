@@ -33,7 +33,7 @@ std::string error_for(const std::string& text) {
 
 // The list as a run holds it: checked and completed by the recipe engine, as pretrained.cpp does.
 YAML::Node completed(const EvalDataConfig& c) {
-  return check_transform_list(Recipe{"r.yaml", YAML::Node()}, timm_eval_transform_list(c), "data.eval_transforms");
+  return check_transform_list(Recipe{"r.yaml", YAML::Node(), {}, {}}, timm_eval_transform_list(c), "data.eval_transforms");
 }
 
 std::shared_ptr<Transform> make(const YAML::Node& entry) {
