@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
                       R"({"name": "nadam", "lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.05, "momentum_decay": 0.01})"},
         OptimizerCase{"lion_defaults", R"({"name": "lion", "lr": 0.01})"},
         OptimizerCase{"lion_betas_wd_no_decay_bias",
-                      R"({"name": "lion", "lr": 0.01, "betas": [0.95, 0.98], "weight_decay": 0.5, "no_decay": ["bias"]})"},
+                      R"({"name": "lion", "lr": 0.01, "betas": [0.99, 0.5], "weight_decay": 0.5, "no_decay": ["bias"]})"},
         OptimizerCase{"lamb_defaults", R"({"name": "lamb", "lr": 0.01})"},
         OptimizerCase{"lamb_clipped_no_decay_bias",
                       R"({"name": "lamb", "lr": 0.01, "max_grad_norm": 0.05, "eps": 1e-3, "weight_decay": 0.1, "no_decay": ["bias"]})"},
@@ -163,7 +163,7 @@ TEST(OptimizerParity, UnfrozenParametersJoinLikeAddParamGroup) {
 // exactly as the uninterrupted one; a fresh optimizer in its place would not.
 TEST(OptimizerCheckpoint, CustomOptimizersResumeExactly) {
   for (std::string section : {R"({"name": "radam", "lr": 0.01})", R"({"name": "nadam", "lr": 0.01, "weight_decay": 0.01})",
-                              R"({"name": "lion", "lr": 0.01, "weight_decay": 0.1})",
+                              R"({"name": "lion", "lr": 0.01, "betas": [0.99, 0.5], "weight_decay": 0.1})",
                               R"({"name": "lamb", "lr": 0.01, "max_grad_norm": 0.05, "no_decay": ["bias"]})"}) {
     SCOPED_TRACE(section);
     TensorList data = fixture();
