@@ -218,7 +218,7 @@ TEST_F(Checkpoint, EarlyStoppingResumedAfterAStrikeStopsWhereTheUninterruptedRun
 // the uninterrupted one, lr cuts included.
 TEST_F(Checkpoint, ReduceOnPlateauAndRadamResumeBitIdentical) {
   // Evaluations every 2 steps; a threshold of 90% makes every evaluation after the first a bad one.
-  const std::string more = "train.eval_every=2 output.save_every=2 'optimizer={name: radam, lr: 0.003}'"
+  const std::string more = "train.eval_every=2 output.save_every=2 output.keep_last=20 'optimizer={name: radam, lr: 0.003}'"
                            " 'scheduler={name: reduce_on_plateau, patience: 1, factor: 0.5, threshold: 0.9}'";
   auto full = test::run(args("full", more));
   ASSERT_EQ(full.code, 0) << full.err;
