@@ -7,6 +7,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,13 +71,25 @@ using LrScaleOf = std::function<double(const std::string&)>;
 ParamGroups plan_param_groups(const Config& optimizer, const NamedParameters& params, const LayerIds* layers = nullptr,
                               const LrScaleOf& extra = nullptr);
 
+// A linear warm-up before a schedule: over `steps` optimizer steps the lr rises from
+// start_factor * base lr towards the base lr (torch's LinearLR, end_factor 1, in closed form;
+// start_factor 0 is transformers' step / max(1, warmup_steps)). `shift`: the schedule proper
+// starts after the warm-up, counting from 0 there (torch's SequentialLR([LinearLR, S],
+// milestones=[steps]), torchvision's recipe); else it counts from the run's step 0 and already
+// covers the warm-up (transformers' schedules).
+struct Warmup {
+  int64_t steps = 0;
+  double start_factor = 0;
+  bool shift = false;
+};
+
 // A learning-rate schedule, stepped once per optimizer step (after optimizer.step()), as
 // PyTorch's schedulers are. Subclasses give the lr (and momentum, for schedules that cycle it)
-// of a step in closed form; the base keeps the step count and each group's base lr (torch's
-// `initial_lr`, the group's lr when the scheduler was built).
+// of a step in closed form; the base keeps the step count, each group's base lr (torch's
+// `initial_lr`, the group's lr when the scheduler was built) and the warm-up.
 class Scheduler {
  public:
-  explicit Scheduler(torch::optim::Optimizer& optimizer);
+  explicit Scheduler(torch::optim::Optimizer& optimizer, Warmup warmup = {});
   virtual ~Scheduler() = default;
 
   // Sets every param group's lr (and momentum / beta1 when the schedule cycles it) for optimizer
@@ -90,19 +103,34 @@ class Scheduler {
   }
   bool cycles_momentum() const { return momentum(0).has_value(); }
 
+  // For schedules that decide from evaluations (reduce_on_plateau): the trainer hands over every
+  // evaluation's metrics (eval_loss, eval_accuracy, ...: already reduced over ranks, so every
+  // rank decides alike). Others ignore them.
+  virtual bool observes_evaluations() const { return false; }
+  virtual void observe(const std::map<std::string, double>& /*eval_metrics*/) {}
+
   // For checkpoints (scheduler.json): {"step", "base_lrs"}, as torch's state_dict keeps
   // last_epoch and base_lrs (by then the optimizer's own lr is the scheduled one, not the base).
   nlohmann::json state() const;
   void load_state(const nlohmann::json& state);  // std::invalid_argument if it does not fit
 
  protected:
-  // The lr at `step` of a group whose base lr is `base_lr`.
+  // The lr at `step` of a group whose base lr is `base_lr` (past the warm-up; `step` counted
+  // from its end where the warm-up shifts the schedule).
   virtual double lr(int64_t step, double base_lr) const = 0;
   // Momentum (SGD, RMSprop) or beta1 (Adam, AdamW) at `step`, for schedules that cycle it.
   virtual std::optional<double> momentum(int64_t step) const { return std::nullopt; }
+  // The lr of group `group` at `step`: lr(step, base_lr) unless the schedule keeps per-group lrs.
+  virtual double group_lr(int64_t step, std::size_t /*group*/, double base_lr) const { return lr(step, base_lr); }
+  // What a schedule keeps beyond the step (reduce_on_plateau's best value, counters, lrs), in
+  // scheduler.json next to "step" and "base_lrs"; load_more throws std::invalid_argument.
+  virtual void save_more(nlohmann::json& /*state*/) const {}
+  virtual void load_more(const nlohmann::json& /*state*/) {}
+  void reapply() { apply(steps_); }
 
  private:
   torch::optim::Optimizer& optimizer_;
+  Warmup warmup_;
   std::vector<double> base_lrs_;
   int64_t steps_ = 0;
 };
@@ -113,6 +141,12 @@ struct ScheduleContext {
   int64_t steps_per_epoch = 0;
   double optimizer_lr = 0;  // the recipe's optimizer.lr (a group's lr_scale is its lr / this); 0: unknown
 };
+
+// The warm-up keys every schedule but onecycle has: warmup_steps, warmup_ratio (transformers'
+// names: warmup_steps = ceil(warmup_ratio * total steps); not both) and, where the warm-up is
+// torch's LinearLR (`start_factor`), warmup_start_factor.
+Schema warmup_schema(Schema schema, bool start_factor);
+Warmup warmup_of(const Config& c, const ScheduleContext& ctx, bool shift);
 
 template <>
 struct Kind<Scheduler> {

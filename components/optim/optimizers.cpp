@@ -1,5 +1,6 @@
-// sgd, adam, adamw: torch::optim's own implementations, configured from the recipe with
+// sgd, adam, adamw, rmsprop: torch::optim's own implementations, configured from the recipe with
 // torch.optim's defaults and parameter names.
+#include "components/optim/custom_optimizer.h"
 #include "components/optim/optim.h"
 #include "components/optim/param_groups.h"
 
@@ -13,14 +14,16 @@ double current_lr(const torch::optim::Optimizer& optimizer) {
 
 namespace {
 
-// The options' momentum (SGD, RMSprop) or beta1 (Adam, AdamW): what torch's OneCycleLR cycles,
-// found as it looks for `momentum` or `betas` in the optimizer's defaults. nullptr if neither.
+// The options' momentum (SGD, RMSprop) or beta1 (Adam, AdamW and the Beta1Option ones: radam,
+// nadam, lion, lamb): what torch's OneCycleLR cycles, found as it looks for `momentum` or `betas`
+// in the optimizer's defaults. nullptr if neither.
 double* momentum_of(torch::optim::OptimizerOptions& o) {
   using namespace torch::optim;
   if (auto* sgd = dynamic_cast<SGDOptions*>(&o)) return &sgd->momentum();
   if (auto* rms = dynamic_cast<RMSpropOptions*>(&o)) return &rms->momentum();
   if (auto* adam = dynamic_cast<AdamOptions*>(&o)) return &std::get<0>(adam->betas());
   if (auto* adamw = dynamic_cast<AdamWOptions*>(&o)) return &std::get<0>(adamw->betas());
+  if (auto* other = dynamic_cast<Beta1Option*>(&o)) return &other->beta1();
   return nullptr;
 }
 
@@ -88,6 +91,21 @@ TRAINRUN_REGISTER(torch::optim::Optimizer, "adam", "Adam (torch.optim.Adam; weig
 TRAINRUN_REGISTER(torch::optim::Optimizer, "adamw", "AdamW (torch.optim.AdamW; decoupled weight decay)",
                   adam_schema("0.01"), [](const Config& c, const ParamGroups& groups) {
                     return make_optimizer<torch::optim::AdamW>(groups, adam_options<torch::optim::AdamWOptions>(c));
+                  });
+
+TRAINRUN_REGISTER(torch::optim::Optimizer, "rmsprop", "RMSprop (torch.optim.RMSprop; weight_decay is L2)",
+                  optimizer_schema("0.01", "0.0")
+                      .add("alpha", Type::Float, yaml("0.99"), "smoothing constant of the squared-gradient average").range(0, 1)
+                      .add("eps", Type::Float, yaml("1e-8"), "term added to the denominator").above(0)
+                      .add("momentum", Type::Float, yaml("0.0"), "momentum factor").min(0)
+                      .add("centered", Type::Bool, yaml("false"), "normalise by the gradient's estimated variance"),
+                  [](const Config& c, const ParamGroups& groups) {
+                    return make_optimizer<torch::optim::RMSprop>(groups, torch::optim::RMSpropOptions(c.get<double>("lr"))
+                                                                             .alpha(c.get<double>("alpha"))
+                                                                             .eps(c.get<double>("eps"))
+                                                                             .weight_decay(c.get<double>("weight_decay"))
+                                                                             .momentum(c.get<double>("momentum"))
+                                                                             .centered(c.get<bool>("centered")));
                   });
 
 }  // namespace trainrun

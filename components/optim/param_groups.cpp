@@ -14,7 +14,7 @@ namespace trainrun {
 Schema optimizer_schema(const char* lr, const char* weight_decay) {
   return Schema()
       .add("lr", Type::Float, yaml(lr), "learning rate").above(0)
-      .add("weight_decay", Type::Float, yaml(weight_decay), "weight decay (L2 for sgd/adam, decoupled for adamw)").min(0)
+      .add("weight_decay", Type::Float, yaml(weight_decay), "weight decay (L2 for sgd/adam/rmsprop/radam/nadam, decoupled for adamw/lion, LAMB's for lamb)").min(0)
       .add("no_decay", Type::StringList, yaml("[]"),
            "parameters with zero weight decay: `bias`, `norm` (1-D weights) or globs")
       .add("layer_decay", Type::Float, yaml("null"),

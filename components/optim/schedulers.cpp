@@ -7,12 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 namespace trainrun {
 
-Scheduler::Scheduler(torch::optim::Optimizer& optimizer) : optimizer_(optimizer) {
+Scheduler::Scheduler(torch::optim::Optimizer& optimizer, Warmup warmup) : optimizer_(optimizer), warmup_(warmup) {
   for (auto& g : optimizer.param_groups()) base_lrs_.push_back(g.options().get_lr());
 }
 
@@ -22,11 +23,21 @@ void Scheduler::apply(int64_t step) {
   // add_param_groups sets to the recipe's; torch's schedulers have no such rule.
   for (std::size_t i = base_lrs_.size(); i < groups.size(); ++i) base_lrs_.push_back(groups[i].options().get_lr());
   std::optional<double> m = momentum(step);
-  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lr(step, base_lrs_.at(i)));
+  const int64_t w = warmup_.steps;
+  const double sf = warmup_.start_factor;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const double base = base_lrs_.at(i);
+    groups[i].options().set_lr(step < w ? base * (sf + (1.0 - sf) * double(step) / double(w))
+                                        : group_lr(warmup_.shift ? step - w : step, i, base));
+  }
   if (m) set_momentum(optimizer_, *m);
 }
 
-nlohmann::json Scheduler::state() const { return {{"step", steps_}, {"base_lrs", base_lrs_}}; }
+nlohmann::json Scheduler::state() const {
+  nlohmann::json s = {{"step", steps_}, {"base_lrs", base_lrs_}};
+  save_more(s);
+  return s;
+}
 
 void Scheduler::load_state(const nlohmann::json& state) {
   if (!state.is_object() || !state.contains("step") || !state["step"].is_number_integer() ||
@@ -43,13 +54,36 @@ void Scheduler::load_state(const nlohmann::json& state) {
   if (base.size() != optimizer_.param_groups().size())
     throw std::invalid_argument("scheduler state: " + std::to_string(base.size()) + " base lrs for " +
                                 std::to_string(optimizer_.param_groups().size()) + " parameter groups");
+  load_more(state);
   base_lrs_ = std::move(base);
   set_steps_done(state["step"].get<int64_t>());
 }
 
+Schema warmup_schema(Schema schema, bool start_factor) {
+  schema.add("warmup_steps", Type::Int, yaml("0"), "linear warm-up steps; 0 = none").min(0)
+      .add("warmup_ratio", Type::Float, yaml("0.0"),
+           "warm-up as a fraction of the run's steps (rounded up), instead of warmup_steps").range(0, 1);
+  if (start_factor)
+    schema.add("warmup_start_factor", Type::Float, yaml("0.01"), "warm-up starts at this fraction of the lr").above(0).max(1);
+  return schema;
+}
+
+Warmup warmup_of(const Config& c, const ScheduleContext& ctx, bool shift) {
+  Warmup w;
+  w.steps = c.get<int64_t>("warmup_steps");
+  const double ratio = c.get<double>("warmup_ratio");
+  if (w.steps > 0 && ratio > 0)
+    throw std::invalid_argument(c.path() + ".warmup_ratio: set warmup_steps or warmup_ratio, not both");
+  if (ratio > 0) w.steps = int64_t(std::ceil(ratio * double(ctx.total_steps)));  // transformers' get_warmup_steps
+  w.start_factor = c.has("warmup_start_factor") ? c.get<double>("warmup_start_factor") : 0.0;
+  w.shift = shift;
+  return w;
+}
+
 namespace {
 
-// The recipe's optimizer lr, unchanged for the whole run.
+// The recipe's optimizer lr, unchanged for the whole run (after the warm-up: transformers'
+// get_constant_schedule_with_warmup).
 class Constant : public Scheduler {
  public:
   using Scheduler::Scheduler;
@@ -155,28 +189,25 @@ class OneCycle : public Scheduler {
 // milestones=[warmup_steps]), the set-up of torchvision's classification reference.
 class Cosine : public Scheduler {
  public:
-  Cosine(torch::optim::Optimizer& opt, int64_t t_max, double eta_min, int64_t warmup_steps, double start_factor)
-      : Scheduler(opt), t_max_(t_max), eta_min_(eta_min), warmup_(warmup_steps), start_factor_(start_factor) {}
+  Cosine(torch::optim::Optimizer& opt, int64_t t_max, double eta_min, Warmup warmup)
+      : Scheduler(opt, warmup), t_max_(t_max), eta_min_(eta_min) {}
 
  protected:
   double lr(int64_t step, double base_lr) const override {
-    if (step < warmup_)  // LinearLR's closed form, end_factor 1
-      return base_lr * (start_factor_ + (1.0 - start_factor_) * double(step) / double(warmup_));
-    double t = double(step - warmup_);
-    return eta_min_ + (base_lr - eta_min_) * (1 + std::cos(M_PI * t / double(t_max_))) / 2;
+    return eta_min_ + (base_lr - eta_min_) * (1 + std::cos(M_PI * double(step) / double(t_max_))) / 2;
   }
 
  private:
   int64_t t_max_;
   double eta_min_;
-  int64_t warmup_;
-  double start_factor_;
 };
 
-// StepLR: the lr times gamma every `period` optimizer steps.
+// StepLR: the lr times gamma every `period` optimizer steps (after the warm-up, as in
+// SequentialLR([LinearLR, StepLR])).
 class Step : public Scheduler {
  public:
-  Step(torch::optim::Optimizer& opt, int64_t period, double gamma) : Scheduler(opt), period_(period), gamma_(gamma) {}
+  Step(torch::optim::Optimizer& opt, int64_t period, double gamma, Warmup warmup)
+      : Scheduler(opt, warmup), period_(period), gamma_(gamma) {}
 
  protected:
   double lr(int64_t step, double base_lr) const override { return base_lr * std::pow(gamma_, double(step / period_)); }
@@ -186,11 +217,33 @@ class Step : public Scheduler {
   double gamma_;
 };
 
+// MultiStepLR: the lr times gamma at each milestone (optimizer steps, sorted, repeats counting
+// twice as in torch's Counter), in closed form: gamma ^ bisect_right(milestones, step).
+class MultiStep : public Scheduler {
+ public:
+  MultiStep(torch::optim::Optimizer& opt, std::vector<int64_t> milestones, double gamma, Warmup warmup)
+      : Scheduler(opt, warmup), milestones_(std::move(milestones)), gamma_(gamma) {
+    std::sort(milestones_.begin(), milestones_.end());
+  }
+
+ protected:
+  double lr(int64_t step, double base_lr) const override {
+    auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), step) - milestones_.begin();
+    return base_lr * std::pow(gamma_, double(passed));
+  }
+
+ private:
+  std::vector<int64_t> milestones_;
+  double gamma_;
+};
+
 }  // namespace
 
-TRAINRUN_REGISTER(Scheduler, "constant", "the optimizer's lr for every step (torch.optim.lr_scheduler.ConstantLR factor 1)",
-                  Schema(), [](const Config&, const ScheduleContext& ctx) {
-                    return std::make_shared<Constant>(*ctx.optimizer);
+TRAINRUN_REGISTER(Scheduler, "constant",
+                  "the optimizer's lr for every step, after an optional warm-up from 0 "
+                  "(transformers' get_constant_schedule_with_warmup)",
+                  warmup_schema(Schema(), false), [](const Config& c, const ScheduleContext& ctx) {
+                    return std::make_shared<Constant>(*ctx.optimizer, warmup_of(c, ctx, false));
                   });
 
 TRAINRUN_REGISTER(
@@ -229,31 +282,50 @@ TRAINRUN_REGISTER(
 TRAINRUN_REGISTER(
     Scheduler, "cosine",
     "cosine annealing to eta_min (torch.optim.lr_scheduler.CosineAnnealingLR), after an optional linear warm-up",
-    Schema()
-        .add("t_max", Type::Int, yaml("null"), "steps from the lr to eta_min (after warm-up); null = to the end of the run").min(1)
-        .add("eta_min", Type::Float, yaml("0.0"), "lowest learning rate").min(0)
-        .add("warmup_steps", Type::Int, yaml("0"), "linear warm-up steps before the cosine (LinearLR); 0 = none").min(0)
-        .add("warmup_start_factor", Type::Float, yaml("0.01"), "warm-up starts at this fraction of the lr").above(0).max(1),
+    warmup_schema(Schema()
+                      .add("t_max", Type::Int, yaml("null"), "steps from the lr to eta_min (after warm-up); null = to the end of the run").min(1)
+                      .add("eta_min", Type::Float, yaml("0.0"), "lowest learning rate").min(0),
+                  true),
     [](const Config& c, const ScheduleContext& ctx) {
-      int64_t warmup = c.get<int64_t>("warmup_steps");
+      const Warmup w = warmup_of(c, ctx, true);
+      const int64_t warmup = w.steps;
       int64_t t_max = c.is_null("t_max") ? ctx.total_steps - warmup : c.get<int64_t>("t_max");
       if (t_max < 1 && warmup == 0) throw std::invalid_argument(c.path() + ": the run has no optimizer steps to schedule");
       if (t_max < 1)
         throw std::invalid_argument(c.path() + ".warmup_steps: " + std::to_string(warmup) + " leaves no step for " +
                                     "the cosine (the run has " + std::to_string(ctx.total_steps) + " optimizer steps)");
-      return std::make_shared<Cosine>(*ctx.optimizer, t_max, c.get<double>("eta_min"), warmup,
-                                      c.get<double>("warmup_start_factor"));
+      return std::make_shared<Cosine>(*ctx.optimizer, t_max, c.get<double>("eta_min"), w);
     });
 
 TRAINRUN_REGISTER(
-    Scheduler, "step", "decay the lr by gamma every step_size epochs (torch.optim.lr_scheduler.StepLR)",
-    Schema()
-        .required("step_size", Type::Int, "epochs between decays").min(1)
-        .add("gamma", Type::Float, yaml("0.1"), "multiplicative decay").above(0),
+    Scheduler, "step",
+    "decay the lr by gamma every step_size epochs (torch.optim.lr_scheduler.StepLR), after an optional linear warm-up",
+    warmup_schema(Schema()
+                      .required("step_size", Type::Int, "epochs between decays (counted after the warm-up)").min(1)
+                      .add("gamma", Type::Float, yaml("0.1"), "multiplicative decay").above(0),
+                  true),
     [](const Config& c, const ScheduleContext& ctx) {
       if (ctx.steps_per_epoch <= 0) throw std::invalid_argument(c.path() + ": the run has no optimizer steps per epoch");
       return std::make_shared<Step>(*ctx.optimizer, c.get<int64_t>("step_size") * ctx.steps_per_epoch,
-                                    c.get<double>("gamma"));
+                                    c.get<double>("gamma"), warmup_of(c, ctx, true));
     });
+
+namespace {
+std::shared_ptr<Scheduler> make_multistep_schedule(const Config& c, const ScheduleContext& ctx) {
+  if (ctx.steps_per_epoch <= 0) throw std::invalid_argument(c.path() + ": the run has no optimizer steps per epoch");
+  std::vector<int64_t> milestones;
+  for (int64_t epoch : c.get<std::vector<int64_t>>("milestones")) milestones.push_back(epoch * ctx.steps_per_epoch);
+  return std::make_shared<MultiStep>(*ctx.optimizer, std::move(milestones), c.get<double>("gamma"), warmup_of(c, ctx, true));
+}
+}  // namespace
+
+TRAINRUN_REGISTER(
+    Scheduler, "multistep",
+    "decay the lr by gamma at each milestone epoch (torch.optim.lr_scheduler.MultiStepLR), after an optional linear warm-up",
+    warmup_schema(Schema()
+                      .required("milestones", Type::IntList, "epochs at which the lr decays (counted after the warm-up)").min(1)
+                      .add("gamma", Type::Float, yaml("0.1"), "multiplicative decay").above(0),
+                  true),
+    make_multistep_schedule);
 
 }  // namespace trainrun

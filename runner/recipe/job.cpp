@@ -161,6 +161,9 @@ std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimiz
     const YAML::Node lr_node = job.recipe.root["optimizer"]["lr"];  // a plugin's optimizer may have none
     const double lr = lr_node && lr_node.IsScalar() ? lr_node.as<double>() : 0.0;
     auto s = entry.make(job.recipe.section("scheduler"), ScheduleContext{&optimizer, total_steps, steps_per_epoch, lr});
+    if (s->observes_evaluations() && job.config.train.eval_every == "never")
+      throw std::invalid_argument("scheduler.name: " + job.recipe.root["scheduler"]["name"].as<std::string>() +
+                                  " decides after each evaluation, and train.eval_every is never");
     s->set_steps_done(0);
     return s;
   } catch (const std::invalid_argument& e) {

@@ -280,6 +280,7 @@ void TrainLoop::evaluate_now() {
   nlohmann::ordered_json line = eval_line(last_eval_, job_.config.train.metrics, state_.global_step, epoch_progress());
   unsaved_eval_ = line;
   log(line);
+  opt_.scheduler->observe(last_eval_.metrics);  // reduce_on_plateau decides here, as torch's step(val_loss)
   fire([&](Callback& c) { c.on_evaluate(*this, control_, last_eval_, line); });
   set_train_mode();
 }

@@ -257,6 +257,22 @@ TEST_F(BadInput, OutOfRangeValue) {
                    "command line 'model.drop_path_rate=1.0': model.drop_path_rate: must be < 1, got 1.0");
 }
 
+// Schedules (issue 29): keys that conflict, a schedule that cannot run under this recipe, a value
+// only the schedule can judge against the optimizer; each before the run starts.
+TEST_F(BadInput, SchedulerKeys) {
+  expect_bad_input(recipe() + " 'scheduler={name: linear, warmup_steps: 2, warmup_ratio: 0.1}'",
+                   "scheduler.warmup_ratio: set warmup_steps or warmup_ratio, not both");
+  expect_bad_input(recipe() + " 'scheduler={name: reduce_on_plateau}' train.eval_every=never",
+                   "scheduler.name: reduce_on_plateau decides after each evaluation, and train.eval_every is never");
+  expect_bad_input(recipe() + " 'scheduler={name: reduce_on_plateau, metric: f1}'",
+                   "command line 'scheduler={name: reduce_on_plateau, metric: f1}': scheduler.metric: unknown value 'f1'; one of: "
+                   "eval_loss, eval_accuracy, eval_top5, loss, accuracy, top5");
+  expect_bad_input(recipe() + " 'scheduler={name: polynomial, lr_end: 0.01}'",
+                   "scheduler.lr_end: 0.01 must be smaller than optimizer.lr 0.001 (transformers raises here too)");
+  expect_bad_input(recipe() + " 'scheduler={name: onecycle, max_lr: 0.01, warmup_steps: 2}'",
+                   "command line 'scheduler={name: onecycle, max_lr: 0.01, warmup_steps: 2}': scheduler.warmup_steps: unknown key");
+}
+
 // Augmentation parameters (issue 28): a value the schema bounds is refused with its line and
 // column; one only the transform can judge (a relation between keys, a channel count) is refused
 // by the preflight's sample, naming the transform; both before anything is written.

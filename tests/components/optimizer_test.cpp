@@ -1,6 +1,7 @@
-// sgd / adam / adamw built through the registry from a recipe section, against torch.optim run
-// by python3-torch: ten steps on a small fixed net must leave the same parameters (1e-6). And
-// the cross_entropy loss against F.cross_entropy.
+// The optimizers built through the registry from a recipe section, against torch.optim run by
+// python3-torch (lion, lamb: timm's, re-derived in tests/py/optim_ref.py): ten steps on a small
+// fixed net must leave the same parameters (1e-6). The custom ones (radam, nadam, lion, lamb)
+// survive a checkpoint. And the cross_entropy loss against F.cross_entropy.
 #include "components/optim/optim.h"
 #include "runner/recipe/job.h"
 #include "runner/recipe/recipe.h"
@@ -10,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
+
+#include <sstream>
 
 namespace trainrun {
 namespace {
@@ -95,7 +98,25 @@ INSTANTIATE_TEST_SUITE_P(
         OptimizerCase{"adamw_no_decay_bias",
                       R"({"name": "adamw", "lr": 0.01, "weight_decay": 0.5, "no_decay": ["bias"]})"},
         OptimizerCase{"sgd_no_decay_bias",
-                      R"({"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.1, "no_decay": ["bias"]})"}),
+                      R"({"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.1, "no_decay": ["bias"]})"},
+        OptimizerCase{"rmsprop_defaults", R"({"name": "rmsprop"})"},
+        OptimizerCase{"rmsprop_centered_momentum",
+                      R"({"name": "rmsprop", "lr": 0.005, "alpha": 0.9, "eps": 1e-6, "momentum": 0.9, "centered": true, "weight_decay": 0.01})"},
+        OptimizerCase{"radam_defaults", R"({"name": "radam", "lr": 0.01})"},
+        OptimizerCase{"radam_betas_wd", R"({"name": "radam", "lr": 0.01, "betas": [0.8, 0.9], "eps": 1e-6, "weight_decay": 0.05})"},
+        OptimizerCase{"nadam_defaults", R"({"name": "nadam", "lr": 0.01})"},
+        OptimizerCase{"nadam_every_knob",
+                      R"({"name": "nadam", "lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.05, "momentum_decay": 0.01})"},
+        OptimizerCase{"lion_defaults", R"({"name": "lion", "lr": 0.01})"},
+        OptimizerCase{"lion_betas_wd_no_decay_bias",
+                      R"({"name": "lion", "lr": 0.01, "betas": [0.99, 0.5], "weight_decay": 0.5, "no_decay": ["bias"]})"},
+        OptimizerCase{"lamb_defaults", R"({"name": "lamb", "lr": 0.01})"},
+        OptimizerCase{"lamb_clipped_no_decay_bias",
+                      R"({"name": "lamb", "lr": 0.01, "max_grad_norm": 0.05, "eps": 1e-3, "weight_decay": 0.1, "no_decay": ["bias"]})"},
+        OptimizerCase{"lamb_trust_clip_always_adapt",
+                      R"({"name": "lamb", "lr": 0.01, "trust_clip": true, "always_adapt": true, "no_decay": ["bias"]})"},
+        OptimizerCase{"lamb_no_averaging_no_correction_no_clip",
+                      R"({"name": "lamb", "lr": 0.01, "grad_averaging": false, "bias_correction": false, "max_grad_norm": null, "betas": [0.8, 0.9]})"}),
     [](const ::testing::TestParamInfo<OptimizerCase>& info) { return info.param.name; });
 
 // Gradual unfreezing (train.unfreeze_at_epoch, freeze[].from_epoch): parameters that start
@@ -135,6 +156,79 @@ TEST(OptimizerParity, UnfrozenParametersJoinLikeAddParamGroup) {
     for (auto& [name, p] : params) worst = std::max(worst, (p.detach() - get(expected, name)).abs().max().item<double>());
     EXPECT_LE(worst, 1e-6);
     EXPECT_GT((params[0].second.detach() - get(data, "fc1.weight")).abs().max().item<double>(), 1e-2);
+  }
+}
+
+// A run resumed from optimizer.pt (Optimizer::save / load, as checkpoints.cpp writes it) goes on
+// exactly as the uninterrupted one; a fresh optimizer in its place would not.
+TEST(OptimizerCheckpoint, CustomOptimizersResumeExactly) {
+  for (std::string section : {R"({"name": "radam", "lr": 0.01})", R"({"name": "nadam", "lr": 0.01, "weight_decay": 0.01})",
+                              R"({"name": "lion", "lr": 0.01, "betas": [0.99, 0.5], "weight_decay": 0.1})",
+                              R"({"name": "lamb", "lr": 0.01, "max_grad_norm": 0.05, "no_decay": ["bias"]})"}) {
+    SCOPED_TRACE(section);
+    TensorList data = fixture();
+    Config c = optimizer_config(section);
+    const auto& kind = Registry<torch::optim::Optimizer>::instance().get(c.get<std::string>("name"));
+    auto params_of = [&](const TensorList& from) {
+      NamedParameters params;
+      for (auto& n : kParams) params.emplace_back(n, get(from, n).clone().requires_grad_());
+      return params;
+    };
+    auto train = [&](torch::optim::Optimizer& opt, const NamedParameters& params, int steps) {
+      for (int step = 0; step < steps; ++step) {
+        opt.zero_grad();
+        at::Tensor h = torch::tanh(torch::nn::functional::linear(get(data, "x"), params[0].second, params[1].second));
+        at::Tensor out = torch::nn::functional::linear(h, params[2].second, params[3].second);
+        torch::nn::functional::cross_entropy(out, get(data, "y")).backward();
+        opt.step();
+      }
+    };
+    NamedParameters straight = params_of(data);
+    auto a = kind.make(c, plan_param_groups(c, straight));
+    train(*a, straight, 4);
+    std::stringstream saved;
+    {
+      torch::serialize::OutputArchive archive;
+      a->save(archive);
+      archive.save_to(saved);
+    }
+    TensorList at4;
+    for (auto& [n, p] : straight) at4.emplace_back(n, p.detach().clone());
+    train(*a, straight, 6);
+
+    NamedParameters resumed = params_of(at4), fresh = params_of(at4);
+    auto b = kind.make(c, plan_param_groups(c, resumed));
+    torch::serialize::InputArchive archive;
+    archive.load_from(saved);
+    b->load(archive);
+    train(*b, resumed, 6);
+    auto f = kind.make(c, plan_param_groups(c, fresh));
+    train(*f, fresh, 6);
+
+    double worst = 0, fresh_gap = 0;
+    for (std::size_t i = 0; i < kParams.size(); ++i) {
+      worst = std::max(worst, (resumed[i].second - straight[i].second).abs().max().item<double>());
+      fresh_gap = std::max(fresh_gap, (fresh[i].second - straight[i].second).abs().max().item<double>());
+    }
+    EXPECT_EQ(worst, 0.0);
+    EXPECT_GT(fresh_gap, 1e-4) << "without its state the optimizer would take other steps; the check would prove little";
+  }
+}
+
+// OneCycleLR cycles what torch finds as `betas`: beta1 of every Adam-like optimizer.
+TEST(OptimizerRegistry, OneCycleFindsBeta1OfTheNewOptimizers) {
+  for (std::string name : {"radam", "nadam", "lion", "lamb", "rmsprop"}) {
+    NamedParameters params;
+    for (auto& [n, t] : fixture())
+      if (n != "x" && n != "y") params.emplace_back(n, t.requires_grad_());
+    Config c = optimizer_config("{name: " + name + ", no_decay: [bias]}");
+    auto opt = Registry<torch::optim::Optimizer>::instance().get(name).make(c, plan_param_groups(c, params));
+    ASSERT_EQ(opt->param_groups().size(), 2u) << name;
+    EXPECT_EQ(current_momentum(*opt), name == "rmsprop" ? 0.0 : 0.9) << name;
+    ASSERT_TRUE(set_momentum(*opt, 0.85)) << name;
+    EXPECT_EQ(current_momentum(*opt), 0.85) << name;
+    opt->param_groups()[0].options().set_lr(0.5);
+    EXPECT_EQ(current_lr(*opt), 0.5) << name;
   }
 }
 

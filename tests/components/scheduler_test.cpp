@@ -56,10 +56,11 @@ TestOptimizer adagrad() {
   return two_groups<torch::optim::Adagrad>("adagrad", json::object(), torch::optim::AdagradOptions(0.1));
 }
 
+// `optimizer_lr`: the recipe's optimizer.lr as build_scheduler passes it (0: unknown).
 std::shared_ptr<Scheduler> make_scheduler(const std::string& section, torch::optim::Optimizer& opt,
-                                          int64_t total = kSteps) {
+                                          int64_t total = kSteps, double optimizer_lr = 0) {
   Config c = scheduler_config(section);
-  auto s = Registry<Scheduler>::instance().get(c.get<std::string>("name")).make(c, {&opt, total, kStepsPerEpoch});
+  auto s = Registry<Scheduler>::instance().get(c.get<std::string>("name")).make(c, {&opt, total, kStepsPerEpoch, optimizer_lr});
   s->set_steps_done(0);  // as build_scheduler does: step 0 is the state right after construction
   return s;
 }
@@ -78,7 +79,8 @@ double relative_difference(double ours, double theirs) {
 
 // Runs `section` over the whole run in C++ and `torch_scheduler` ({"scheduler", "args"}) in
 // PyTorch on the same optimizer; every group's lr and momentum must agree at every step.
-void expect_same_schedule(const TestOptimizer& optim, const std::string& section, json torch_scheduler) {
+void expect_same_schedule(const TestOptimizer& optim, const std::string& section, json torch_scheduler,
+                          double optimizer_lr = 0) {
   json spec = {{"optimizer", optim.torch_name}, {"optimizer_args", optim.torch_args}, {"lrs", kLrs}, {"steps", kSteps}};
   spec.update(torch_scheduler);
   auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/schedule.py") + " '" + spec.dump() + "'");
@@ -87,7 +89,7 @@ void expect_same_schedule(const TestOptimizer& optim, const std::string& section
   ASSERT_EQ(expected["lr"].size(), std::size_t(kSteps + 1));
 
   auto opt = optim.make();
-  auto scheduler = make_scheduler(section, *opt);
+  auto scheduler = make_scheduler(section, *opt, kSteps, optimizer_lr);
   double worst_lr = 0, worst_momentum = 0;
   for (int64_t step = 0; step <= kSteps; ++step) {
     if (step > 0) scheduler->step();
@@ -180,6 +182,155 @@ TEST(Constant, KeepsEachGroupsLr) {
                        {{"scheduler", "ConstantLR"}, {"args", {{"factor", 1.0}, {"total_iters", 0}}}});
 }
 
+// transformers' schedules: LambdaLR with its lambdas (tests/py/schedule.py re-derives them).
+json transformers(const std::string& schedule, int64_t warmup, json extra = json::object()) {
+  json args = {{"schedule", schedule}, {"num_warmup_steps", warmup}, {"num_training_steps", kSteps}};
+  args.update(extra);
+  return {{"scheduler", "transformers"}, {"args", args}};
+}
+
+// torchvision's warm-up: SequentialLR([LinearLR(start_factor, warmup), main], milestones=[warmup]).
+json torch_warmup(double start_factor, int64_t warmup, const std::string& main, json main_args) {
+  return {{"scheduler", "Warmup"},
+          {"args", {{"start_factor", start_factor}, {"warmup_steps", warmup}, {"main", main}, {"main_args", main_args}}}};
+}
+
+TEST(Linear, WarmupThenDecayToZeroIsTransformers) {
+  expect_same_schedule(sgd_momentum(), "{name: linear, warmup_steps: 10}", transformers("linear", 10));
+  expect_same_schedule(adamw(), "{name: linear}", transformers("linear", 0));
+}
+
+TEST(Linear, WarmupRatioRoundsUpAsTransformers) {
+  // ceil(0.1 * 137) = 14
+  expect_same_schedule(adam(), "{name: linear, warmup_ratio: 0.1}", transformers("linear", 14));
+}
+
+TEST(Polynomial, PowerAndLrEndAgainstTheOptimizersLr) {
+  // lr_end is absolute against optimizer.lr (0.1, group 0's); group 1 (0.05) is scaled by its lr.
+  auto optim = two_groups<torch::optim::Adam>("adam", {{"lr", kLrs[0]}}, torch::optim::AdamOptions(kLrs[0]));
+  expect_same_schedule(optim, "{name: polynomial, warmup_steps: 7, lr_end: 1.0e-3, power: 2.0}",
+                       transformers("polynomial", 7, {{"lr_end", 1e-3}, {"power", 2.0}}), kLrs[0]);
+  expect_same_schedule(optim, "{name: polynomial}", transformers("polynomial", 0, {{"lr_end", 1e-7}, {"power", 1.0}}),
+                       kLrs[0]);
+}
+
+TEST(CosineWithRestarts, CyclesAfterWarmupAreTransformers) {
+  // ceil(0.05 * 137) = 7
+  expect_same_schedule(sgd_momentum(), "{name: cosine_with_restarts, num_cycles: 3, warmup_ratio: 0.05}",
+                       transformers("cosine_with_restarts", 7, {{"num_cycles", 3}}));
+  expect_same_schedule(adamw(), "{name: cosine_with_restarts}", transformers("cosine_with_restarts", 0, {{"num_cycles", 1}}));
+}
+
+TEST(Constant, WarmupIsTransformersConstantWithWarmup) {
+  expect_same_schedule(adam(), "{name: constant, warmup_steps: 10}", transformers("constant", 10));
+}
+
+TEST(MultiStep, MilestonesAreEpochsAndRepeatsCountTwice) {
+  expect_same_schedule(sgd_momentum(), "{name: multistep, milestones: [5, 2, 5], gamma: 0.5}",
+                       {{"scheduler", "MultiStepLR"},
+                        {"args", {{"milestones", {2 * kStepsPerEpoch, 5 * kStepsPerEpoch, 5 * kStepsPerEpoch}}, {"gamma", 0.5}}}});
+}
+
+TEST(MultiStep, WarmupIsSequentialLinearThenMultiStep) {
+  expect_same_schedule(adamw(), "{name: multistep, milestones: [2, 6], warmup_steps: 15, warmup_start_factor: 0.2}",
+                       torch_warmup(0.2, 15, "MultiStepLR",
+                                    {{"milestones", {2 * kStepsPerEpoch, 6 * kStepsPerEpoch}}, {"gamma", 0.1}}));
+}
+
+TEST(StepSchedule, WarmupIsSequentialLinearThenStep) {
+  expect_same_schedule(sgd_momentum(), "{name: step, step_size: 3, gamma: 0.5, warmup_ratio: 0.1}",
+                       torch_warmup(0.01, 14, "StepLR", {{"step_size", 3 * kStepsPerEpoch}, {"gamma", 0.5}}));
+}
+
+TEST(Cosine, WarmupRatio) {
+  expect_same_schedule(adam(), "{name: cosine, warmup_ratio: 0.1}",
+                       {{"scheduler", "WarmupCosine"},
+                        {"args", {{"start_factor", 0.01}, {"warmup_steps", 14}, {"T_max", kSteps - 14}, {"eta_min", 0.0}}}});
+}
+
+// A metric sequence with a trend, noise and plateaus (eval_loss-like; 1 - it for accuracy).
+std::vector<double> metric_sequence() {
+  std::vector<double> v;
+  for (int i = 0; i < 60; ++i) v.push_back(1.0 / (1.0 + 0.05 * (i < 30 ? i : 30)) + 0.02 * std::sin(1.7 * i));
+  return v;
+}
+
+// ReduceLROnPlateau in torch fed `metrics`, against reduce_on_plateau observing them as `key`
+// (with optimizer steps in between, which must not move the lr): every group's lr after every
+// evaluation, and torch's counters through a scheduler.json round trip halfway.
+void expect_same_plateau(const std::string& section, json torch_args, const std::string& key,
+                         const std::vector<double>& metrics) {
+  json spec = {{"lrs", kLrs}, {"args", torch_args}, {"metrics", metrics}};
+  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/plateau.py") + " '" + spec.dump() + "'");
+  ASSERT_EQ(py.code, 0) << py.err;
+  json expected = json::parse(py.out);
+
+  auto opt = sgd_momentum().make();
+  auto scheduler = make_scheduler(section, *opt);
+  ASSERT_TRUE(scheduler->observes_evaluations());
+  double worst = 0;
+  int reductions = 0;
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    if (i == metrics.size() / 2) {  // resume: a new optimizer and scheduler from scheduler.json
+      std::string saved = scheduler->state().dump();
+      auto again = sgd_momentum().make();
+      auto resumed = make_scheduler(section, *again);
+      resumed->load_state(json::parse(saved));
+      for (std::size_t g = 0; g < kLrs.size(); ++g)
+        ASSERT_EQ(again->param_groups()[g].options().get_lr(), opt->param_groups()[g].options().get_lr());
+      EXPECT_EQ(resumed->state(), scheduler->state());
+      opt = again;
+      scheduler = resumed;
+    }
+    for (int s = 0; s < 3; ++s) scheduler->step();
+    const double before = current_lr(*opt);
+    scheduler->observe({{key, metrics[i]}, {"eval_runtime", 1.0}});
+    reductions += current_lr(*opt) != before;
+    for (std::size_t g = 0; g < kLrs.size(); ++g) {
+      double lr = opt->param_groups()[g].options().get_lr(), want = expected["lr"][i][g].get<double>();
+      worst = std::max(worst, relative_difference(lr, want));
+      ASSERT_LE(relative_difference(lr, want), kTolerance) << "evaluation " << i << " group " << g << ": lr " << lr << ", torch " << want;
+    }
+    json state = scheduler->state();
+    EXPECT_EQ(state["num_bad_epochs"], expected["num_bad_epochs"][i]) << "evaluation " << i;
+    EXPECT_EQ(state["cooldown_counter"], expected["cooldown_counter"][i]) << "evaluation " << i;
+    EXPECT_EQ(state["best"], expected["best"][i]) << "evaluation " << i;
+  }
+  EXPECT_GE(reductions, 2) << "the sequence should make torch reduce the lr more than once";
+  std::cout << "[ measured ] reduce_on_plateau, " << metrics.size() << " evaluations, " << reductions
+            << " reductions: max relative difference vs torch " << worst << "\n";
+}
+
+TEST(ReduceOnPlateau, PatienceOnTheLossIsTorchs) {
+  expect_same_plateau("{name: reduce_on_plateau, patience: 2}", {{"patience", 2}}, "eval_loss", metric_sequence());
+}
+
+TEST(ReduceOnPlateau, CooldownAbsThresholdAndMinLr) {
+  expect_same_plateau("{name: reduce_on_plateau, patience: 1, cooldown: 2, factor: 0.5, threshold: 0.01, threshold_mode: abs, min_lr: 0.01}",
+                      {{"patience", 1}, {"cooldown", 2}, {"factor", 0.5}, {"threshold", 0.01}, {"threshold_mode", "abs"}, {"min_lr", 0.01}},
+                      "eval_loss", metric_sequence());
+}
+
+TEST(ReduceOnPlateau, AccuracyIsMaximisedAndEpsSkipsSmallChanges) {
+  std::vector<double> accuracy;
+  for (double v : metric_sequence()) accuracy.push_back(1 - v);
+  // eps 0.006: group 0 (0.1 -> 0.09) is reduced, group 1 (0.05 -> 0.045) is not.
+  expect_same_plateau("{name: reduce_on_plateau, metric: accuracy, patience: 1, factor: 0.9, eps: 0.006}",
+                      {{"mode", "max"}, {"patience", 1}, {"factor", 0.9}, {"eps", 0.006}}, "eval_accuracy", accuracy);
+  expect_same_plateau("{name: reduce_on_plateau, metric: eval_top5, mode: max, threshold: 0.05, patience: 0}",
+                      {{"mode", "max"}, {"threshold", 0.05}, {"patience", 0}}, "eval_top5", accuracy);
+}
+
+TEST(ReduceOnPlateau, OtherSchedulesIgnoreEvaluations) {
+  auto opt = sgd_momentum().make();
+  auto s = make_scheduler("{name: cosine}", *opt);
+  EXPECT_FALSE(s->observes_evaluations());
+  s->step();
+  double lr = current_lr(*opt);
+  s->observe({{"eval_loss", 1.0}});
+  EXPECT_EQ(current_lr(*opt), lr);
+}
+
 using test::error_of;
 
 TEST(SchedulerErrors, OneCycleWithoutMaxLrIsARecipeError) {
@@ -231,6 +382,29 @@ TEST(SchedulerErrors, BuildTimeMistakesNameTheKey) {
             std::string::npos);
 }
 
+TEST(SchedulerErrors, WarmupAndScheduleMistakesNameTheKey) {
+  auto sgd = sgd_momentum().make();
+  for (const char* name : {"constant", "cosine", "step", "multistep", "linear", "polynomial", "cosine_with_restarts"}) {
+    std::string extra = std::string(name) == "step" ? ", step_size: 1" : std::string(name) == "multistep" ? ", milestones: [1]" : "";
+    EXPECT_NE(error_of<std::invalid_argument>([&] {
+                make_scheduler("{name: " + std::string(name) + ", warmup_steps: 5, warmup_ratio: 0.1" + extra + "}", *sgd);
+              }).find("scheduler.warmup_ratio: set warmup_steps or warmup_ratio, not both"),
+              std::string::npos)
+        << name;
+  }
+  EXPECT_NE(error_of<std::invalid_argument>([&] { make_scheduler("{name: polynomial, lr_end: 0.2}", *sgd, kSteps, 0.1); })
+                .find("scheduler.lr_end: 0.2 must be smaller than optimizer.lr 0.1"),
+            std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([&] { make_scheduler("{name: polynomial, warmup_steps: 137}", *sgd, kSteps, 0.1); })
+                .find("scheduler.warmup_steps: a warm-up of 137 steps leaves no step for the decay"),
+            std::string::npos);
+  // onecycle's warm-up is pct_start.
+  std::string err = error_of<RecipeError>([] { scheduler_config("{name: onecycle, max_lr: 0.1, warmup_steps: 5}"); });
+  EXPECT_NE(err.find("scheduler.warmup_steps: unknown key"), std::string::npos) << err;
+  err = error_of<RecipeError>([] { scheduler_config("{name: linear, warmup_ratio: 1.5}"); });
+  EXPECT_NE(err.find("scheduler.warmup_ratio"), std::string::npos) << err;
+}
+
 TEST(SchedulerErrors, ZeroLengthPhaseIsCaughtWhereTorchDividesByZero) {
   auto py = test::run(std::string(test::kPython) +
                       " -c 'import torch\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1, momentum=0.9)\n"
@@ -245,7 +419,9 @@ TEST(SchedulerErrors, ZeroLengthPhaseIsCaughtWhereTorchDividesByZero) {
 // A resumed run: the optimizer comes back with the scheduled lr (not the base), the scheduler
 // from its state; the rest of the run must be the uninterrupted one.
 TEST(SchedulerState, ResumeContinuesTheSameSchedule) {
-  for (std::string section : {"{name: cosine, warmup_steps: 10}", "{name: onecycle, max_lr: 0.1}", "{name: step, step_size: 2}"}) {
+  for (std::string section : {"{name: cosine, warmup_steps: 10}", "{name: onecycle, max_lr: 0.1}", "{name: step, step_size: 2}",
+                              "{name: linear, warmup_steps: 50}", "{name: multistep, milestones: [2, 4], warmup_steps: 5}",
+                              "{name: cosine_with_restarts, num_cycles: 2, warmup_ratio: 0.1}"}) {
     auto a = sgd_momentum().make();
     auto sa = make_scheduler(section, *a);
     for (int i = 0; i < 40; ++i) sa->step();
@@ -343,7 +519,16 @@ TEST(ScheduleCli, PetsRecipeScheduleIsTorchsOneCycle) {
 TEST(ScheduleCli, ListAndDescribe) {
   auto r = test::run(test::trainrun("list schedulers"));
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* name : {"constant", "cosine", "onecycle", "step"}) EXPECT_NE(r.out.find(name), std::string::npos);
+  for (const char* name : {"constant", "cosine", "onecycle", "step", "multistep", "linear", "polynomial", "cosine_with_restarts",
+                           "reduce_on_plateau"})
+    EXPECT_NE(r.out.find(name), std::string::npos);
+  r = test::run(test::trainrun("describe schedulers/reduce_on_plateau"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* key : {"metric", "mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key;
+  r = test::run(test::trainrun("describe schedulers/polynomial"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* key : {"warmup_steps", "warmup_ratio", "lr_end", "power"}) EXPECT_NE(r.out.find(key), std::string::npos) << key;
   r = test::run(test::trainrun("describe schedulers/onecycle"));
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* key : {"max_lr", "total_steps", "pct_start", "anneal_strategy", "div_factor", "final_div_factor",

@@ -213,6 +213,30 @@ TEST_F(Checkpoint, EarlyStoppingResumedAfterAStrikeStopsWhereTheUninterruptedRun
   EXPECT_TRUE(test::read_file(dir / "split/model.safetensors") == weights);
 }
 
+// reduce_on_plateau's decisions (scheduler.json: best, counters, lrs) and radam's state
+// (optimizer.pt, a LibTorch-less optimizer of ours) survive an interruption: the resumed run is
+// the uninterrupted one, lr cuts included.
+TEST_F(Checkpoint, ReduceOnPlateauAndRadamResumeBitIdentical) {
+  // Evaluations every 2 steps; a threshold of 90% makes every evaluation after the first a bad one.
+  const std::string more = "train.eval_every=2 output.save_every=2 output.keep_last=20 'optimizer={name: radam, lr: 0.003}'"
+                           " 'scheduler={name: reduce_on_plateau, patience: 1, factor: 0.5, threshold: 0.9}'";
+  auto full = test::run(args("full", more));
+  ASSERT_EQ(full.code, 0) << full.err;
+  auto first = test::run("TRAINRUN_INTERRUPT_AT_STEP=8 " + args("split", more));
+  ASSERT_EQ(first.code, 130) << first.out << first.err;
+  auto second = test::run(args("split", more));
+  ASSERT_EQ(second.code, 0) << second.err;
+  expect_same_run("full", "split");
+  EXPECT_EQ(by_step(dir / "full/metrics.jsonl", "learning_rate"), by_step(dir / "split/metrics.jsonl", "learning_rate"));
+  json at8 = json::parse(test::read_file(dir / "split/checkpoint-8/scheduler.json"));
+  EXPECT_EQ(at8, json::parse(test::read_file(dir / "full/checkpoint-8/scheduler.json")));
+  // Bad evaluations at steps 4, 6, 8, ...: a cut every second one (patience 1) from step 6 on.
+  EXPECT_EQ(at8["lrs"], json::array({0.0015})) << at8.dump();
+  EXPECT_EQ(at8["num_bad_epochs"], 1) << at8.dump();
+  json at20 = json::parse(test::read_file(dir / "split/checkpoint-20/scheduler.json"));
+  EXPECT_LT(at20["lrs"][0].get<double>(), 0.0015) << at20.dump();
+}
+
 TEST_F(Checkpoint, KeepLastRotatesButKeepsTheBest) {
   // A learning rate that first helps and then ruins the model: the best checkpoint is an early one.
   std::string more = "train.epochs=1 output.save_every=1 train.eval_every=1 output.keep_last=2 data.max_eval_samples=200 "

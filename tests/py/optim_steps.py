@@ -1,4 +1,5 @@
 """Ten torch.optim steps on the two-layer net of tests/components/optimizer_test.cpp, as the reference.
+(lion and lamb are timm's, nadam torch 2.x's: tests/py/optim_ref.py.)
 
 usage: optim_steps.py IN.safetensors OPTIMIZER_JSON OUT.safetensors [UNFREEZE_STEP]
   IN holds fc1.weight, fc1.bias, fc2.weight, fc2.bias, x (inputs) and y (int64 targets).
@@ -20,7 +21,14 @@ import sys
 import torch
 import torch.nn.functional as F
 
+import optim_ref
 from st import load_file, save_file
+
+OPTIMIZERS = {
+    "sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop,
+    "radam": lambda params, **kw: torch.optim.RAdam(params, foreach=False, **kw), "nadam": optim_ref.nadam,
+    "lion": optim_ref.Lion, "lamb": optim_ref.Lamb,
+}
 
 NAMES = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
 
@@ -55,7 +63,7 @@ def main():
     if unfreeze is not None:
         for n in NAMES[:2]:
             params[n].requires_grad_(False)
-    opt = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](groups_of(first), **cfg)
+    opt = OPTIMIZERS[name](groups_of(first), **cfg)
     x, y = data["x"], data["y"]
     for step in range(10):
         if step == unfreeze:
