@@ -97,11 +97,13 @@ class RecomputeInBackward : public torch::autograd::Function<RecomputeInBackward
     auto r = c10::static_intrusive_pointer_cast<Recompute>(ctx->saved_data["recompute"].toCapsule());
     const std::vector<at::Tensor> params = r->block->parameters();
     at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(ctx->needs_input_grad(0));
+    // Restored only once the gradients are out: BatchNorm's backward saved the running
+    // statistics it was given, and a copy_ into them before would fail its version check.
+    KeepBuffers buffers(*r->block);
     at::Tensor y;
     {
       ReplayRng rng(*r);
       Autocast autocast(r->autocast);
-      KeepBuffers buffers(*r->block);
       torch::AutoGradMode grad(true);
       y = r->forward(x);
     }
