@@ -348,7 +348,7 @@ TEST_F(BadInput, ActivationCheckpointingStage) {
   expect_bad_input(recipe() + " train.activation_checkpointing=true",
                    "train.activation_checkpointing: basicnet has no stages to checkpoint; use false");
   expect_bad_input(recipe("log_every_steps: 2}", "log_every_steps: 2, activation_checkpointing: yes}"),
-                   (dir / "r.yaml") + ":11:73: train.activation_checkpointing: expected a list or 'true' or 'false', got 'yes'");
+                   (dir / "r.yaml") + ":11:77: train.activation_checkpointing: expected a list or 'true' or 'false', got 'yes'");
 }
 
 // The recipe argument itself: missing, a folder, unreadable.
