@@ -6,6 +6,7 @@
 
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,6 +28,15 @@ struct InputConfig {
   bool resize_and_crop = true;
 };
 
+// Activation checkpointing (train.activation_checkpointing): runs `forward` (one block of a stage,
+// `block` being the module that holds its parameters and buffers) on `input` keeping only the
+// input, and recomputes the block's activations in backward, as torch.utils.checkpoint.checkpoint
+// (block, input). The runner supplies it (runner/train/activation_checkpointing.h): it replays the
+// RNG and autocast state, which are the runner's.
+using BlockForward = std::function<at::Tensor(const at::Tensor&)>;
+using CheckpointBlock =
+    std::function<at::Tensor(const std::shared_ptr<torch::nn::Module>& block, BlockForward forward, const at::Tensor& input)>;
+
 class Classifier : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& x) = 0;
@@ -46,6 +56,12 @@ class Classifier : public torch::nn::Module {
   // Whether memory_format: auto makes it channels_last: convolutional nets on large images, where
   // oneDNN's NHWC convolutions are faster (resnet50d at 224: 1.3x fp32, 1.8x with bf16, measured).
   virtual bool prefers_channels_last() const { return false; }
+  // The stages train.activation_checkpointing may name, by their module names, in forward order
+  // (`true` = all of them): what timm's set_grad_checkpointing checkpoints. Empty: none.
+  virtual std::vector<std::string> checkpoint_stages() const { return {}; }
+  // From now on, forwards with grad enabled run each block of `stages` (names from
+  // checkpoint_stages()) through `checkpoint`; an empty list turns it off.
+  virtual void set_activation_checkpointing(const std::vector<std::string>& /*stages*/, CheckpointBlock /*checkpoint*/) {}
 };
 
 template <>

@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <array>
 
 namespace trainrun {
@@ -206,7 +207,8 @@ class ResNetImpl : public Classifier {
   at::Tensor forward(const at::Tensor& input) override {
     at::Tensor x = bn1_(deep_stem_ ? deep_stem_->forward(input) : conv1_(input)).relu_();
     x = torch::max_pool2d(x, 3, 2, 1);
-    for (auto& layer : layers_) x = layer->forward(x);
+    for (std::size_t s = 0; s < layers_.size(); ++s)
+      x = checkpointed_[s] && at::GradMode::is_enabled() ? forward_checkpointed(layers_[s], x) : layers_[s]->forward(x);
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     if (drop_rate_ > 0) x = torch::dropout(x, drop_rate_, is_training());
     return fc_(x);
@@ -228,7 +230,24 @@ class ResNetImpl : public Classifier {
   std::string published_weights() const override { return published_; }
   bool prefers_channels_last() const override { return true; }
 
+  // timm's ResNet.set_grad_checkpointing: checkpoint_seq([layer1, ..., layer4], flatten=True)
+  // recomputes each residual block on its own; the stem and the head are never checkpointed.
+  std::vector<std::string> checkpoint_stages() const override { return {"layer1", "layer2", "layer3", "layer4"}; }
+  void set_activation_checkpointing(const std::vector<std::string>& stages, CheckpointBlock checkpoint) override {
+    for (std::size_t s = 0; s < checkpointed_.size(); ++s)
+      checkpointed_[s] = std::find(stages.begin(), stages.end(), "layer" + std::to_string(s + 1)) != stages.end();
+    checkpoint_ = std::move(checkpoint);
+  }
+
  private:
+  at::Tensor forward_checkpointed(nn::Sequential& layer, at::Tensor x) {
+    for (const auto& item : *layer) {
+      auto block = std::dynamic_pointer_cast<ResidualBlock>(item.ptr());
+      x = checkpoint_(block, [block](const at::Tensor& in) { return block->forward(in); }, x);
+    }
+    return x;
+  }
+
   // torchvision's / timm's init_weights: Kaiming-normal (fan_out) convs in module order; BN and
   // fc keep their PyTorch defaults.
   void init_weights(bool zero_init_last) {
@@ -245,6 +264,8 @@ class ResNetImpl : public Classifier {
   nn::BatchNorm2d bn1_{nullptr};
   std::vector<nn::Sequential> layers_;
   nn::Linear fc_{nullptr};
+  std::array<bool, 4> checkpointed_{};  // train.activation_checkpointing, per stage
+  CheckpointBlock checkpoint_;
   double drop_rate_;
   std::string published_;
   std::string interpolation_;

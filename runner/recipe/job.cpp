@@ -11,6 +11,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 namespace trainrun {
 
 int64_t Job::total_parameters() const {
@@ -75,6 +77,24 @@ std::vector<std::shared_ptr<BatchTransform>> build_batch_transforms(YAML::Node l
   return out;
 }
 
+// train.activation_checkpointing against the stages the model has: `true` becomes all of them.
+void resolve_activation_checkpointing(Job& job) {
+  TrainConfig& t = job.config.train;
+  const std::vector<std::string> stages = job.model->checkpoint_stages();
+  const std::string key = "train.activation_checkpointing: ";
+  if (t.checkpoint_every_stage && stages.empty())
+    throw RecipeError(key + job.config.model + " has no stages to checkpoint; use false");
+  if (t.checkpoint_every_stage) t.checkpoint_stages = stages;
+  for (const auto& name : t.checkpoint_stages) {
+    if (std::find(stages.begin(), stages.end(), name) != stages.end()) continue;
+    if (stages.empty()) throw RecipeError(key + job.config.model + " has no stages to checkpoint; use false");
+    std::string all;
+    for (const auto& s : stages) all += (all.empty() ? "" : ", ") + s;
+    throw RecipeError(key + "'" + name + "' is not a stage of " + job.config.model + did_you_mean(name, stages) +
+                      "; its stages: " + all);
+  }
+}
+
 // The model (num_classes: auto from the data), its pretrained weights and the freeze rules.
 void build_model(Job& job, const JobOptions& options) {
   YAML::Node model_cfg = job.recipe.root["model"];
@@ -100,6 +120,7 @@ void build_model(Job& job, const JobOptions& options) {
     if (matched[i] == 0)
       job.notes.push_back("freeze[" + std::to_string(i) + "]: '" + job.config.freeze[i].params + "' matches no parameter");
   if (job.trainable_parameters() == 0) throw RecipeError("freeze: the rules leave no parameter trainable");
+  resolve_activation_checkpointing(job);
 }
 
 }  // namespace

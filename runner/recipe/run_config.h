@@ -49,6 +49,10 @@ struct TrainConfig {
   int64_t eval_steps;                 // N, when eval_every is a number
   std::vector<std::string> metrics;   // accuracy, top5
   std::optional<EmaOptions> ema;      // null: no EMA
+  // activation_checkpointing: the stages recomputed in backward, as written ([] = none); `true`
+  // = every stage of the model, which the job resolves into the list.
+  bool checkpoint_every_stage;
+  std::vector<std::string> checkpoint_stages;
 };
 
 // One freeze rule; train.unfreeze_at_epoch is appended as {"*", true, E}.

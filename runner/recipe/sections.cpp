@@ -104,7 +104,19 @@ SectionSpec<TrainConfig> declare_train() {
            [](T& t, const Node& v) {
              if (!v.IsNull()) t.ema = ema_section().read(v);
            })
-      .nullable();
+      .nullable()
+      .key("activation_checkpointing", Type::List, yaml("false"),
+           "recompute these stages' activations in backward instead of keeping them, each residual block on "
+           "its own (torch.utils.checkpoint per block, as timm's set_grad_checkpointing): less memory for one "
+           "more forward of those blocks. true = every stage the model has (resnets: layer1, layer2, layer3, "
+           "layer4; not the stem or the head), a list = those stages, false = none",
+           [](T& t, const Node& v) {
+             t.checkpoint_every_stage = v.IsScalar() && v.Scalar() == "true";
+             t.checkpoint_stages.clear();
+             if (v.IsSequence())
+               for (const auto& stage : v) t.checkpoint_stages.push_back(stage.IsScalar() ? stage.Scalar() : YAML::Dump(stage));
+           })
+      .choices({"true", "false"});
 }
 
 // train.ema: timm's ModelEmaV3 arguments (decay, min_decay, use_warmup, warmup_gamma,

@@ -6,6 +6,7 @@
 #include "support/durable_file.h"
 #include "support/errors.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -75,6 +76,9 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
                    ? ""
                    : std::string(", memory format = ") + (job.channels_last ? "channels_last" : "contiguous") +
                          (job.memory_format_reason.empty() ? "" : " (" + job.memory_format_reason + ")"));
+  if (const auto& stages = job.config.train.checkpoint_stages; !stages.empty())
+    spdlog::info("  Activation checkpointing = {} (each block's activations recomputed in backward)",
+                 fmt::join(stages, ", "));
 }
 
 // The Trainer's lines on resuming from a checkpoint.

@@ -2,6 +2,7 @@
 
 #include "runner/io/weights.h"
 #include "runner/logging/logging.h"
+#include "runner/train/activation_checkpointing.h"
 #include "runner/train/autocast.h"
 #include "runner/train/callback_state.h"
 #include "runner/train/loss_sums.h"
@@ -56,6 +57,7 @@ TrainLoop::TrainLoop(Job& job, const WorldInfo& world, std::vector<std::shared_p
   at::set_num_threads(int(job.threads));
   acc_ = std::make_unique<Accelerator>(world, accelerator_options(job));
   prepare_run_folder(job, *acc_);
+  set_activation_checkpointing(*job.model, job.config.train.checkpoint_stages);
   ddp_ = acc_->prepare(job.model);
   train_loader_ = std::make_unique<DataLoader>(job.data.train, job.train_transforms,
                                                acc_->prepare(loader_options(job, true), true));

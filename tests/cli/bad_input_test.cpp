@@ -370,6 +370,18 @@ TEST_F(BadInput, MisspeltSampler) {
                                       "one of: random, weighted");
 }
 
+// train.activation_checkpointing names the model's stages (`describe` lists the resnets'); a
+// model without stages takes only false.
+TEST_F(BadInput, ActivationCheckpointingStage) {
+  expect_bad_input(recipe() + " model.name=resnet18 'train.activation_checkpointing=[layer1, layr3]'",
+                   "train.activation_checkpointing: 'layr3' is not a stage of resnet18 (did you mean 'layer3'?); "
+                   "its stages: layer1, layer2, layer3, layer4");
+  expect_bad_input(recipe() + " train.activation_checkpointing=true",
+                   "train.activation_checkpointing: basicnet has no stages to checkpoint; use false");
+  expect_bad_input(recipe("log_every_steps: 2}", "log_every_steps: 2, activation_checkpointing: yes}"),
+                   (dir / "r.yaml") + ":11:77: train.activation_checkpointing: expected a list or 'true' or 'false', got 'yes'");
+}
+
 // The recipe argument itself: missing, a folder, unreadable.
 TEST_F(BadInput, RecipeFileThatCannotBeRead) {
   fs::create_directories(dir / "folder.yaml");

@@ -13,6 +13,9 @@ usage:
       eval mode; OUT = {"logits"}. With --train: train mode, torch.manual_seed(SEED) just before
       the forward, then backward of (logits * INPUT["dy"]).sum(); OUT also holds "grad.<param>"
       and "state.<key>" (the state_dict after the step: BatchNorm running stats, counters).
+      With --checkpoint too: timm's set_grad_checkpointing(True) (torch.utils.checkpoint over each
+      residual block, timm_resnet.checkpoint_seq); the model and its running stats are resnet50d's
+      only (torchvision's resnet18 has no such switch).
 """
 import argparse
 import os
@@ -54,6 +57,7 @@ def main():
     ap.add_argument("--train", type=int)
     ap.add_argument("--drop-rate", type=float, default=0.0)
     ap.add_argument("--drop-path-rate", type=float, default=0.0)
+    ap.add_argument("--checkpoint", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(1)
 
@@ -85,6 +89,8 @@ def main():
             st.save_file({"logits": model.eval()(data["x"])}, out)
         return
     model.train()
+    if a.checkpoint:
+        model.set_grad_checkpointing(True)
     torch.manual_seed(a.train)
     logits = model(data["x"])
     (logits * data["dy"]).sum().backward()

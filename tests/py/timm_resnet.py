@@ -13,6 +13,7 @@ anti-aliasing, DropBlock, output_stride/dilation, other pools.
 """
 import torch
 import torch.nn as nn
+import torch.utils.checkpoint
 import torch.nn.functional as F
 
 
@@ -157,13 +158,30 @@ class ResNet(nn.Module):
                 if hasattr(m, 'zero_init_last'):
                     m.zero_init_last()
 
+    def set_grad_checkpointing(self, enable=True):
+        self.grad_checkpointing = enable
+
     def forward(self, x):
         x = self.maxpool(self.act1(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        if getattr(self, 'grad_checkpointing', False):
+            x = checkpoint_seq([self.layer1, self.layer2, self.layer3, self.layer4], x)
+        else:
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         x = self.global_pool(x)
         if self.drop_rate:
             x = F.dropout(x, p=float(self.drop_rate), training=self.training)
         return self.fc(x)
+
+
+def checkpoint_seq(stages, x):
+    """timm's checkpoint_seq(stages, x, flatten=True) as ResNet.forward_features calls it when
+    set_grad_checkpointing() is on (timm/models/_manipulate.py and resnet.py, pytorch-image-models
+    commit aa4b5850): the stages' blocks flattened into one sequence, each block (every=1) run
+    through torch.utils.checkpoint.checkpoint with timm's default use_reentrant=False and
+    preserve_rng_state=True."""
+    for block in [b for stage in stages for b in stage]:
+        x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+    return x
 
 
 def resnet50d(**kwargs):
