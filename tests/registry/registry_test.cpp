@@ -24,7 +24,7 @@ TEST(Registry, EveryKindIsListedWithoutTheRunnerNamingThem) {
   auto losses = all.at("losses")->names();
   EXPECT_NE(std::find(losses.begin(), losses.end(), "test_only_loss"), losses.end());
   auto optims = all.at("optimizers")->names();
-  EXPECT_EQ(optims, (std::vector<std::string>{"adam", "adamw", "sgd"}));
+  EXPECT_EQ(optims, (std::vector<std::string>{"adam", "adamw", "lamb", "lion", "nadam", "radam", "rmsprop", "sgd"}));
 }
 
 TEST(Registry, DuplicateNamesAreRejected) {
