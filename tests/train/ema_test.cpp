@@ -12,6 +12,8 @@
 
 #include <torch/torch.h>
 
+#include <map>
+
 namespace trainrun {
 namespace {
 
@@ -38,14 +40,17 @@ class Ema : public ::testing::Test {
   test::TempDir dir;
 };
 
+// Same names, shapes and values; by name, since the real safetensors package (Debian 13's
+// python3-safetensors, used by tests/py/st.py where installed) writes the tensors sorted.
 bool same_tensors(const TensorList& a, const TensorList& b, double* worst = nullptr) {
   if (a.size() != b.size()) return false;
+  std::map<std::string, at::Tensor> by_name(b.begin(), b.end());
   bool same = true;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].first != b[i].first || !a[i].second.sizes().equals(b[i].second.sizes())) return false;
-    same &= torch::equal(a[i].second, b[i].second);
-    if (worst && a[i].second.is_floating_point())
-      *worst = std::max(*worst, (a[i].second - b[i].second).abs().max().item<double>());
+  for (const auto& [name, t] : a) {
+    auto it = by_name.find(name);
+    if (it == by_name.end() || !t.sizes().equals(it->second.sizes())) return false;
+    same &= torch::equal(t, it->second);
+    if (worst && t.is_floating_point()) *worst = std::max(*worst, (t - it->second).abs().max().item<double>());
   }
   return same;
 }
