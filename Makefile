@@ -1,14 +1,20 @@
 # Thin wrapper: set-up (apt packages), CMake build, then the quickstart, the tests or the benchmark.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+BUILD_TESTS ?= ON
 
 .PHONY: demo test bench build setup setup-test setup-sanitize test-asan test-tsan fuzz clean
 
+# The quickstart needs no test suite: without libgtest-dev (setup.sh installs it only with --test),
+# configuring tests/ would fail on a fresh machine.
+demo: BUILD_TESTS = OFF
 demo: setup build
 	$(BUILD)/trainrun recipes/quickstart.yaml
 
+# CTEST_ARGS: a selection of the suite (ctest -R/-E ...), as CI's Debian 13 stage passes.
+CTEST_ARGS ?=
 test: setup-test build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
 
 # trainrun against the PyTorch scripts (bench/README.md); e.g. make bench BENCH_ARGS="--rows pets --rounds 5"
 bench: setup-test build
@@ -41,7 +47,7 @@ setup-sanitize:
 	@scripts/setup.sh --sanitize
 
 build:
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINRUN_BUILD_TESTS=$(BUILD_TESTS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 clean:

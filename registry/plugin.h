@@ -7,7 +7,10 @@
 
 namespace trainrun {
 
-// Loads `path` once (dlopen, symbols resolved now). Throws std::runtime_error with the loader's
+// Loads `path` once (dlopen, symbols resolved now). First reads its ABI record (plugin_abi.h) from
+// the file: one built for another trainrun, LibTorch or C++ string ABI, or without a record, is
+// refused before any of its code runs. Throws RecipeError (exit 2) naming both sides for that,
+// for a plugin registering a name already taken (naming both libraries), and with the loader's
 // reason when it cannot be loaded.
 void load_plugin(const std::string& path);
 

@@ -6,6 +6,7 @@
 // `trainrun list` / `describe` find every kind without the runner listing anything by hand.
 #pragma once
 
+#include "registry/plugin_abi.h"
 #include "registry/schema.h"
 
 #include <functional>
@@ -24,7 +25,15 @@ struct EntryInfo {
   std::string name;
   std::string doc;
   Schema schema;
+  std::string origin;  // the plugin file that registered it; empty: built into trainrun
 };
+
+// The plugin load_plugin is loading now (its path), or empty: what registrations are made by.
+const std::string& plugin_being_loaded();
+// A name registered twice: by a plugin being loaded, noted for load_plugin to refuse the plugin
+// with (exit 2, both libraries named) rather than thrown inside dlopen's static initialisers;
+// inside trainrun itself, a logic_error (a bug caught by every test).
+void name_taken(const std::string& kind, const std::string& name, const std::string& first_origin);
 
 // Type-erased view of one registry, for `list` and `describe`.
 class KindView {
@@ -60,13 +69,16 @@ class Registry : public KindView {
   }
 
   bool add(std::string name, std::string doc, Schema schema, Factory make) {
-    if (entries_.count(name))
-      throw std::logic_error(std::string(Kind<Base>::name) + "/" + name + " registered twice");
+    if (auto it = entries_.find(name); it != entries_.end()) {
+      name_taken(Kind<Base>::name, name, it->second.origin);
+      return false;
+    }
     Entry e;
     e.name = name;
     e.doc = std::move(doc);
     e.schema = std::move(schema);
     e.make = std::move(make);
+    e.origin = plugin_being_loaded();
     entries_.emplace(std::move(name), std::move(e));
     return true;
   }

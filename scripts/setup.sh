@@ -12,8 +12,10 @@ tcmalloc=libtcmalloc-minimal4
 [ "$release" -ge 13 ] && tcmalloc=libtcmalloc-minimal4t64  # the 64-bit time_t rename
 packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libdeflate-dev libtorch-dev libgloo-dev libyaml-cpp-dev
           nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libjpeg62-turbo-dev libopenblas0-openmp
-          libcurl4-openssl-dev libarchive-dev libssl-dev "$tcmalloc"
-          dataset-fashion-mnist)
+          libcurl4-openssl-dev libarchive-dev libssl-dev libelf-dev "$tcmalloc"
+          libonnx-dev libprotobuf-dev  # ONNX export: onnx's protobuf classes and checker (runner/export/onnx.cpp)
+          dataset-fashion-mnist
+          dpkg-dev file)  # cpack -G DEB: dpkg-shlibdeps for the Depends line; CPack finds ELF files with `file`
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ]; then
   # The real launchers the distributed tests run trainrun under: torchrun (python3-torch),
   # mpirun (openmpi-bin), srun/sbatch (slurm-wlm + munge), and a terminal (tmux) for Ctrl-C.
@@ -22,6 +24,10 @@ if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ]; then
   # Python's real safetensors reads what trainrun writes and writes what it reads (tests/py/st.py);
   # Debian packages it from 13 on (Debian 12's tests use st.py's own reader of the format).
   [ "$release" -ge 13 ] && packages+=(python3-safetensors)
+  # The exported ONNX files, read by the real onnx (checker) on both, and run by onnxruntime,
+  # which Debian packages from 13 on (tests/py/onnx_check.py).
+  packages+=(python3-onnx)
+  [ "$release" -ge 13 ] && packages+=(python3-onnxruntime)
 fi
 if [ "${1:-}" = "--sanitize" ]; then
   # Sanitizer builds and libFuzzer (make test-asan, test-tsan, fuzz): clang and its runtimes.

@@ -9,7 +9,7 @@ per optimizer step after 2 warm-up steps, ...}` from rank 0.
 It runs at trainrun's resolved settings too (--precision bf16, --memory-format channels_last:
 the weights and the batch in NHWC, as trainrun's memory_format: channels_last lays them out).
 
-usage: /usr/bin/python3 bench/py/floor.py quickstart|stl10_resnet18|pets_resnet50d --steps 20 [--nproc 2 --threads 1 --batch 64 --precision bf16 --memory-format channels_last --classes 4]
+usage: /usr/bin/python3 bench/py/floor.py quickstart|stl10_resnet18|pets_resnet50d|pets_convnext_tiny|pets_vit_small|pets_efficientnet_b0 --steps 20 [--nproc 2 --threads 1 --batch 64 --precision bf16 --memory-format channels_last --classes 4]
 """
 import importlib
 import json
@@ -25,7 +25,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # bench/pytorch_quickstart.py
 from common import arg_parser, init_process, launch  # noqa: E402
 
-WORKLOADS = {"quickstart": "pytorch_quickstart", "stl10_resnet18": "stl10_resnet18", "pets_resnet50d": "pets_resnet50d"}
+WORKLOADS = {"quickstart": "pytorch_quickstart", "stl10_resnet18": "stl10_resnet18", "pets_resnet50d": "pets_resnet50d",
+             "pets_convnext_tiny": "pets_convnext_tiny", "pets_vit_small": "pets_vit_small",
+             "pets_efficientnet_b0": "pets_efficientnet_b0"}
 WARMUP = 2
 
 

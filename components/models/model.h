@@ -3,6 +3,7 @@
 #pragma once
 
 #include "registry/registry.h"
+#include "support/safetensors.h"
 
 #include <torch/nn/module.h>
 
@@ -26,6 +27,22 @@ struct InputConfig {
   // false: the images come at input_size and are evaluated as they are (to_tensor + normalize),
   // as PyTorch's MNIST example evaluates BasicNet.
   bool resize_and_crop = true;
+  // timm's fixed_input_size: the model takes input_size only (a ViT's position embedding has one
+  // entry per patch), so `eval_transforms: model` crops to it whatever size the weights' own
+  // config.json names (theirs when the model is built for another img_size).
+  bool fixed_input_size = false;
+};
+
+// One entry of timm's group_matcher dict: `group` is the dict key (its ordinal is the order in
+// which the group names first appear), `regex` a pattern of it, matched at the start of a
+// parameter name; its captured numbers order the layers within the group. `suffix` is the second
+// element of timm's (regex, suffix) sub-specs, appended to those numbers: (0,) puts ConvNeXt's
+// stages.S.downsample in the layer of stages.S.blocks.0; (99999,) (timm's MATCH_PREV_GROUP) joins
+// the layer before, as a final norm joins the last block.
+struct GroupRule {
+  std::string group;
+  std::string regex;
+  std::vector<double> suffix = {};
 };
 
 // Activation checkpointing (train.activation_checkpointing): runs `forward` (one block of a stage,
@@ -43,16 +60,18 @@ class Classifier : public torch::nn::Module {
   virtual InputConfig input_config() const = 0;
   // Glob over parameter names that selects the classifier head (for freeze rules, re-init).
   virtual std::string classifier_pattern() const = 0;
-  // timm's group_matcher(coarse=False): (group, regex) pairs in order, each regex matched at the
-  // start of a parameter name, its captured numbers ordering the layers within the group (layer
-  // ids for optimizer.layer_decay). Empty: timm's fallback, auto_group_layers (12 parameter
-  // tensors per layer, the classifier last).
-  virtual std::vector<std::pair<std::string, std::string>> group_matcher() const { return {}; }
+  // timm's group_matcher(coarse=False), its rules in order (layer ids for optimizer.layer_decay).
+  // Empty: timm's fallback, auto_group_layers (12 parameter tensors per layer, the classifier last).
+  virtual std::vector<GroupRule> group_matcher() const { return {}; }
   // Whether forward() returns log-probabilities (BasicNet) rather than logits.
   virtual bool outputs_log_probs() const { return false; }
   // What `model.pretrained: true` loads: the weights published for this architecture, as
   // hf-hub:ORG/NAME (timm's default tag); empty when there are none.
   virtual std::string published_weights() const { return ""; }
+  // Rewrites pretrained weights (state_dict names) for this model's configuration before they
+  // load, as timm's pretrained_filter_fn (checkpoint_filter_fn): a ViT resamples a pos_embed made
+  // for another image size. Returns what it changed, one line each, for the run's notes.
+  virtual std::vector<std::string> adapt_pretrained(TensorList& /*tensors*/) const { return {}; }
   // Whether memory_format: auto makes it channels_last: convolutional nets on large images, where
   // oneDNN's NHWC convolutions are faster (resnet50d at 224: 1.3x fp32, 1.8x with bf16, measured).
   virtual bool prefers_channels_last() const { return false; }

@@ -1,13 +1,20 @@
 // The ResNet family, as timm's timm/models/resnet.py: one ResNet class, variants as data.
 //
-//   resnet18  = BasicBlock, [2, 2, 2, 2]                                      (torchvision's resnet18)
-//   resnet50d = Bottleneck, [3, 4, 6, 3], stem_type 'deep', stem_width 32, avg_down   (timm's resnet50d)
+//   resnet18   = BasicBlock, [2, 2, 2, 2]                                     (torchvision's resnet18)
+//   resnet34   = BasicBlock, [3, 4, 6, 3]                                     (timm's, = torchvision's keys)
+//   resnet50   = Bottleneck, [3, 4, 6, 3]                                     (timm's, = torchvision's keys)
+//   resnet101  = Bottleneck, [3, 4, 23, 3]                                    (timm's, = torchvision's keys)
+//   resnet152  = Bottleneck, [3, 8, 36, 3]                                    (timm's, = torchvision's keys)
+//   resnet26d  = Bottleneck, [2, 2, 2, 2],  stem_type 'deep', stem_width 32, avg_down  (timm's)
+//   resnet50d  = Bottleneck, [3, 4, 6, 3],  stem_type 'deep', stem_width 32, avg_down  (timm's)
+//   resnet101d = Bottleneck, [3, 4, 23, 3], stem_type 'deep', stem_width 32, avg_down  (timm's)
 //
 // Module names, registration order and construction order follow torchvision / timm, so the
 // state_dict keys are theirs (conv1.weight or conv1.0/1/3/4/6.*, bn1.*, layer1.0.conv1.weight,
 // layerN.0.downsample.{0,1} or {1,2}, fc.*) and a seeded model starts from the very weights
 // `torch.manual_seed(s); torchvision.models.resnet18()` / `timm.create_model('resnet50d')` draw.
 #include "components/models/model.h"
+#include "components/models/timm_family.h"
 
 #include <torch/torch.h>
 
@@ -33,29 +40,17 @@ struct ResNetConfig {
   // The published weights' pretrained_cfg (timm's default_cfgs entry for that tag).
   std::string interpolation = "bilinear";
   double crop_pct = 0.875;
+  int64_t input_size = 224;       // H = W
 };
 
 // What a recipe chooses on top of the architecture.
-struct ResNetOptions {
+struct ResNetOptions : TimmKeys {  // drop_rate: dropout before fc
   ResNetConfig arch;
-  int64_t num_classes = 1000;
-  double drop_rate = 0.0;         // dropout before fc (timm's drop_rate)
-  double drop_path_rate = 0.0;    // stochastic depth, rising linearly over the blocks (timm's drop_path_rate)
   bool zero_init_last = false;
 };
 
 nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1) {
   return nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
-}
-
-// timm.layers.DropPath: drops a sample's whole residual branch and rescales the kept ones.
-at::Tensor drop_path(const at::Tensor& x, double p, bool training) {
-  if (p == 0.0 || !training) return x;
-  double keep = 1.0 - p;
-  std::vector<int64_t> shape(std::size_t(x.dim()), 1);
-  shape[0] = x.size(0);
-  at::Tensor mask = torch::empty(shape, x.options()).bernoulli_(keep);
-  return x * mask.div_(keep);
 }
 
 struct BlockOptions {
@@ -160,7 +155,7 @@ class ResNetImpl : public Classifier {
  public:
   explicit ResNetImpl(const ResNetOptions& o)
       : drop_rate_(o.drop_rate), published_(o.arch.published), interpolation_(o.arch.interpolation),
-        crop_pct_(o.arch.crop_pct) {
+        crop_pct_(o.arch.crop_pct), input_size_(o.arch.input_size) {
     const ResNetConfig& a = o.arch;
     int64_t inplanes = a.stem_type == "deep" ? a.stem_width * 2 : 64;
     if (a.stem_type == "deep") {
@@ -218,13 +213,13 @@ class ResNetImpl : public Classifier {
     InputConfig in;
     in.mean = {0.485, 0.456, 0.406};  // timm's IMAGENET_DEFAULT_*
     in.std = {0.229, 0.224, 0.225};
-    in.input_size = {3, 224, 224};
+    in.input_size = {3, input_size_, input_size_};
     in.interpolation = interpolation_;
     in.crop_pct = crop_pct_;
     return in;
   }
   std::string classifier_pattern() const override { return "fc.*"; }
-  std::vector<std::pair<std::string, std::string>> group_matcher() const override {
+  std::vector<GroupRule> group_matcher() const override {
     return {{"stem", R"(^conv1|bn1|maxpool)"}, {"blocks", R"(^layer(\d+)\.(\d+))"}};  // timm's ResNet.group_matcher
   }
   std::string published_weights() const override { return published_; }
@@ -270,6 +265,7 @@ class ResNetImpl : public Classifier {
   std::string published_;
   std::string interpolation_;
   double crop_pct_;
+  int64_t input_size_;
 };
 
 // torchvision's IMAGENET1K_V1 weights, as timm publishes them on the Hub (our resnet18 is
@@ -296,18 +292,41 @@ ResNetConfig resnet50d_config() {
   return c;
 }
 
+// timm's own resnets: zero_init_last (its default), the published weights and their pretrained_cfg
+// (timm's default tag: `timm.create_model(NAME).pretrained_cfg`).
+ResNetConfig timm_resnet(BlockType block, std::array<int64_t, 4> layers, bool deep, const char* tag,
+                         double crop_pct, int64_t input_size = 224) {
+  ResNetConfig c;
+  c.block = block;
+  c.layers = layers;
+  if (deep) {  // the "D" variant: deep 3x3 stem 32/32/64 and average-pool shortcuts
+    c.stem_type = "deep";
+    c.stem_width = 32;
+    c.avg_down = true;
+  }
+  c.zero_init_last = true;
+  c.published = std::string("hf-hub:timm/") + tag;
+  c.interpolation = "bicubic";
+  c.crop_pct = crop_pct;
+  c.input_size = input_size;
+  return c;
+}
+
+// timm's default tags: the RSB recipes (a1 / a1h: bicubic, crop_pct 0.95), "bag of tricks" (bt),
+// RandAugment (ra2); resnet101d.ra2_in1k is trained and evaluated at 256x256.
+ResNetConfig resnet34_config() { return timm_resnet(BlockType::Basic, {3, 4, 6, 3}, false, "resnet34.a1_in1k", 0.95); }
+ResNetConfig resnet50_config() { return timm_resnet(BlockType::Bottleneck, {3, 4, 6, 3}, false, "resnet50.a1_in1k", 0.95); }
+ResNetConfig resnet101_config() { return timm_resnet(BlockType::Bottleneck, {3, 4, 23, 3}, false, "resnet101.a1h_in1k", 0.95); }
+ResNetConfig resnet152_config() { return timm_resnet(BlockType::Bottleneck, {3, 8, 36, 3}, false, "resnet152.a1h_in1k", 0.95); }
+ResNetConfig resnet26d_config() { return timm_resnet(BlockType::Bottleneck, {2, 2, 2, 2}, true, "resnet26d.bt_in1k", 0.875); }
+ResNetConfig resnet101d_config() {
+  return timm_resnet(BlockType::Bottleneck, {3, 4, 23, 3}, true, "resnet101d.ra2_in1k", 0.95, 256);
+}
+
 Schema resnet_schema(const ResNetConfig& arch) {
-  return Schema()
-      .add("num_classes", Type::Int, yaml("auto"), "output classes; auto = the dataset's")
-      .min(1).choices({"auto"})
-      .add("pretrained", Type::Path, YAML::Node(),
-           "weights to start from: a .safetensors file (torchvision / timm key names), hf-hub:ORG/NAME[@REVISION] "
-           "(model.safetensors from the Hugging Face Hub, through its shared cache), or true (the published weights: "
-           "timm's default tag). A classifier of another shape is re-initialised")
-      .add("drop_rate", Type::Float, yaml("0.0"), "dropout before fc (timm's drop_rate)").range(0, 1)
-      .add("drop_path_rate", Type::Float, yaml("0.0"), "stochastic depth, rising linearly to this over the blocks (timm's drop_path_rate); 1 would divide by "
-           "the keep probability 0")
-      .min(0).below(1)
+  Schema schema;
+  add_timm_head_keys(schema, "torchvision / timm");
+  return add_timm_drop_keys(schema, "dropout before fc (timm's drop_rate)")
       .add("zero_init_last", Type::Bool, YAML::Node(arch.zero_init_last),
            "start each residual block's last BN weight at zero (timm: true, torchvision: false)");
 }
@@ -316,9 +335,7 @@ Kind<Classifier>::Factory resnet_factory(const ResNetConfig& arch) {
   return [arch](const Config& c) -> std::shared_ptr<Classifier> {
     ResNetOptions o;
     o.arch = arch;
-    o.num_classes = c.get<int64_t>("num_classes");
-    o.drop_rate = c.get<double>("drop_rate");
-    o.drop_path_rate = c.get<double>("drop_path_rate");
+    read_timm_keys(c, o);
     o.zero_init_last = c.get<bool>("zero_init_last");
     return std::make_shared<ResNetImpl>(o);
   };
@@ -331,5 +348,19 @@ TRAINRUN_REGISTER(Classifier, "resnet18", "torchvision's ResNet-18: 7x7 stem, Ba
 TRAINRUN_REGISTER(Classifier, "resnet50d",
                   "timm's ResNet-50-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [3,4,6,3] (ImageNet mean/std, 224x224)",
                   resnet_schema(resnet50d_config()), resnet_factory(resnet50d_config()));
+TRAINRUN_REGISTER(Classifier, "resnet34", "timm's ResNet-34: 7x7 stem, BasicBlock [3,4,6,3] (ImageNet mean/std, 224x224)",
+                  resnet_schema(resnet34_config()), resnet_factory(resnet34_config()));
+TRAINRUN_REGISTER(Classifier, "resnet50", "timm's ResNet-50: 7x7 stem, Bottleneck [3,4,6,3] (ImageNet mean/std, 224x224)",
+                  resnet_schema(resnet50_config()), resnet_factory(resnet50_config()));
+TRAINRUN_REGISTER(Classifier, "resnet101", "timm's ResNet-101: 7x7 stem, Bottleneck [3,4,23,3] (ImageNet mean/std, 224x224)",
+                  resnet_schema(resnet101_config()), resnet_factory(resnet101_config()));
+TRAINRUN_REGISTER(Classifier, "resnet152", "timm's ResNet-152: 7x7 stem, Bottleneck [3,8,36,3] (ImageNet mean/std, 224x224)",
+                  resnet_schema(resnet152_config()), resnet_factory(resnet152_config()));
+TRAINRUN_REGISTER(Classifier, "resnet26d",
+                  "timm's ResNet-26-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [2,2,2,2] (ImageNet mean/std, 224x224)",
+                  resnet_schema(resnet26d_config()), resnet_factory(resnet26d_config()));
+TRAINRUN_REGISTER(Classifier, "resnet101d",
+                  "timm's ResNet-101-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [3,4,23,3] (ImageNet mean/std, 256x256)",
+                  resnet_schema(resnet101d_config()), resnet_factory(resnet101d_config()));
 
 }  // namespace trainrun

@@ -50,18 +50,18 @@ bool excluded_from_decay(const std::string& name, const at::Tensor& p, const std
   return false;
 }
 
-struct GroupRule {
+struct OptimizerGroupRule {
   std::string params;
   double lr_scale;
   std::optional<double> weight_decay;
 };
 
-std::vector<GroupRule> group_rules(const Config& c) {
-  std::vector<GroupRule> rules;
+std::vector<OptimizerGroupRule> group_rules(const Config& c) {
+  std::vector<OptimizerGroupRule> rules;
   const YAML::Node list = c.node()["groups"];
   if (!list || !list.IsSequence()) return rules;  // an optimizer whose schema has no groups
   for (const auto& g : list) {
-    GroupRule r{g["params"].as<std::string>(), g["lr_scale"].as<double>(), std::nullopt};
+    OptimizerGroupRule r{g["params"].as<std::string>(), g["lr_scale"].as<double>(), std::nullopt};
     if (g["weight_decay"] && !g["weight_decay"].IsNull()) r.weight_decay = g["weight_decay"].as<double>();
     rules.push_back(r);
   }
@@ -83,7 +83,7 @@ ParamGroups plan_param_groups(const Config& c, const NamedParameters& params, co
   const double weight_decay = c.get<double>("weight_decay", 0.0);
   const std::optional<double> layer_decay =
       c.is_null("layer_decay") ? std::nullopt : std::optional<double>(c.get<double>("layer_decay"));
-  const std::vector<GroupRule> rules = group_rules(c);
+  const std::vector<OptimizerGroupRule> rules = group_rules(c);
   if (layer_decay && (!layers || layers->count <= 0))
     throw std::invalid_argument(c.path() + ".layer_decay: this model has no layer grouping to decay over");
 

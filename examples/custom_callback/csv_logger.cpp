@@ -1,6 +1,6 @@
 // A callback added from outside trainrun's tree: the training and evaluation lines of a run as
-// CSV rows (rank 0), in output.dir. Built as a plugin, a shared library linked to trainrun_core
-// (see the CMake target csv_logger), and used from a recipe:
+// CSV rows (rank 0), in output.dir. Built as a plugin, a shared library linked to libtrainrun
+// (CMakeLists.txt here: against an installed trainrun, or in trainrun's tree), and used from a recipe:
 //
 //   plugins: [path/to/libcsv_logger.so]
 //   callbacks:

@@ -1,10 +1,16 @@
 // `trainrun list [KIND]` and `trainrun describe KIND/NAME`: what the registries hold and each
 // component's (or recipe section's) parameters, straight from their schemas.
+#include "components/models/model.h"
 #include "registry/registry.h"
 #include "runner/cli/commands.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <iostream>
+#include <thread>
 
 namespace trainrun::cli {
 namespace {
@@ -20,6 +26,27 @@ void print_schema(const Schema& schema) {
   }
 }
 
+// A model's pretrained config (timm's pretrained_cfg of the weights `pretrained: true` loads): what
+// `eval_transforms: model` and `normalize: {mean: model}` take. The model is built with its
+// defaults to ask it (a model's facts can depend on its options, e.g. a ViT's img_size).
+std::string pretrained_config(const std::string& name) {
+  const auto& entry = Registry<Classifier>::instance().get(name);
+  YAML::Node cfg(YAML::NodeType::Map);
+  for (auto& p : entry.schema.params())
+    cfg[p.name] = p.name == "num_classes" ? YAML::Node(1000) : YAML::Clone(p.default_value);
+  torch::NoGradGuard no_grad;
+  // On every core: timm's trunc_normal_ init (erfinv) of the 20 models takes ~20 s on one.
+  at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
+  auto model = entry.make(Config(cfg, "model"));
+  InputConfig in = model->input_config();
+  std::string weights = model->published_weights().empty() ? "no published weights" : model->published_weights();
+  int64_t params = 0;
+  for (const auto& p : model->parameters()) params += p.numel();
+  std::string eval = in.resize_and_crop ? fmt::format("{} crop_pct {}", in.interpolation, in.crop_pct) : "as is";
+  return fmt::format("{} | {:.1f}M params | input {} {} | mean {} std {}", weights, double(params) / 1e6,
+                     fmt::join(in.input_size, "x"), eval, in.mean, in.std);
+}
+
 }  // namespace
 
 int cmd_list(const std::string& kind) {
@@ -28,7 +55,12 @@ int cmd_list(const std::string& kind) {
     if (!kind.empty() && kind != name) continue;
     found = true;
     std::cout << name << ":\n";
-    for (auto* e : view->entries()) std::cout << "  " << e->name << std::string(e->name.size() < 18 ? 18 - e->name.size() : 1, ' ') << e->doc << "\n";
+    for (auto* e : view->entries()) {
+      std::cout << "  " << e->name << std::string(e->name.size() < 22 ? 22 - e->name.size() : 1, ' ') << e->doc << "\n";
+      // `list models` also says what each model's published weights expect (not `list`: building
+      // every model takes a few seconds).
+      if (kind == "models") std::cout << std::string(24, ' ') << pretrained_config(e->name) << "\n";
+    }
   }
   if (!found) {
     std::vector<std::string> all;
@@ -62,6 +94,7 @@ int cmd_describe(const std::string& what) {
     throw RecipeError("describe: no " + it->first + "/" + name + did_you_mean(name, it->second->names()));
   }
   std::cout << it->first << "/" << e->name << ": " << e->doc << "\n";
+  if (it->first == "models") std::cout << "  pretrained config: " << pretrained_config(e->name) << "\n";
   print_schema(e->schema);
   return 0;
 }

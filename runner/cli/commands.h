@@ -29,9 +29,13 @@ struct TrainState {
 int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state);
 int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download);
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint);
-// `args` is `RECIPE [overrides] [IMAGE...]`; `images` are those given with --images.
-int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,
-                const std::vector<std::string>& images);
+// `args` is `RECIPE [overrides] [IMAGE...]`, or only images with `exported` (--model); `images`
+// are those given with --images.
+int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& exported,
+                int64_t top_k, const std::vector<std::string>& images);
+// `format`: torchscript | onnx; `output` empty: beside the weights.
+int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
+               const std::string& output, bool ema);
 int cmd_list(const std::string& kind);
 int cmd_describe(const std::string& what);
 

@@ -29,13 +29,14 @@ namespace {
 
 // What CLI11 fills in as it parses: every option's value and which subcommand was given.
 struct Options {
-  std::vector<std::string> args, check_args, eval_args, predict_args, images;
-  std::string kind, component, checkpoint;
+  std::vector<std::string> args, check_args, eval_args, predict_args, export_args, images;
+  std::string kind, component, checkpoint, model, format, output;
+  bool ema = false;
   bool schedule = false;
   bool origin = false;
   bool download = false;
   int64_t top_k = 5;
-  CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *list = nullptr, *describe = nullptr;
+  CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *exporter = nullptr, *list = nullptr, *describe = nullptr;
 };
 
 void add_commands(CLI::App& app, Options& o) {
@@ -52,10 +53,17 @@ void add_commands(CLI::App& app, Options& o) {
   o.eval->add_option("recipe", o.eval_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.eval->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file")->required();
   o.predict = app.add_subcommand("predict", "classify image files; one JSON line per image on stdout");
-  o.predict->add_option("recipe", o.predict_args, "RECIPE.yaml [key.path=value ...]")->required();
-  o.predict->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file")->required();
+  o.predict->add_option("recipe", o.predict_args, "RECIPE.yaml [key.path=value ...] (not with --model)");
+  o.predict->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file (with a recipe)");
+  o.predict->add_option("--model", o.model, "a `trainrun export --format torchscript` file: no recipe, no dataset");
   o.predict->add_option("--top-k", o.top_k, "classes listed per image (default 5)");
   o.predict->add_option("--images", o.images, "image files (also accepted after the recipe and its overrides)");
+  o.exporter = app.add_subcommand("export", "write a checkpoint's model as TorchScript or ONNX, with its preprocessing and labels");
+  o.exporter->add_option("recipe", o.export_args, "RECIPE.yaml [key.path=value ...]")->required();
+  o.exporter->add_option("--checkpoint", o.checkpoint, "checkpoint or run folder, or .safetensors file")->required();
+  o.exporter->add_option("--format", o.format, "torchscript | onnx")->required();
+  o.exporter->add_option("--output", o.output, "the file to write (default: beside the weights, model.pt / model.onnx)");
+  o.exporter->add_flag("--ema", o.ema, "the EMA weights (model_ema.safetensors of a checkpoint or run folder)");
   o.list = app.add_subcommand("list", "what the registries hold");
   o.list->add_option("kind", o.kind, "models | datasets | optimizers | schedulers | transforms | losses");
   o.describe = app.add_subcommand("describe", "one component's parameters, e.g. describe optimizers/adamw");
@@ -68,7 +76,8 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.describe) return cmd_describe(o.component);
   if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download);
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
-  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.top_k, o.images);
+  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images);
+  if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);
   if (o.args.empty()) {
     std::cout << app.help();
     return 2;

@@ -43,8 +43,9 @@ std::shared_ptr<const Dataset> limit(std::shared_ptr<const Dataset> d, const std
   return std::make_shared<Subset>(d, std::size_t(*n));
 }
 
-// A transform list, each made by its registry entry with what the model says about its inputs
-// (a transform may take its parameters from it, as normalize's `mean: model`).
+}  // namespace
+
+// A transform may take its parameters from the model, as normalize's `mean: model`.
 Compose build_transforms(const YAML::Node& list, const ModelInput& model, const std::string& path) {
   std::vector<std::shared_ptr<Transform>> steps;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -58,6 +59,8 @@ Compose build_transforms(const YAML::Node& list, const ModelInput& model, const 
   }
   return Compose(std::move(steps));
 }
+
+namespace {
 
 // data.batch_transforms; the loss must take the probability targets they make.
 std::vector<std::shared_ptr<BatchTransform>> build_batch_transforms(YAML::Node list, const Loss& loss,

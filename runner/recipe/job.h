@@ -60,6 +60,10 @@ struct JobOptions {
 // recipe shows what ran. Throws RecipeError, DataError or WeightsError: bad input, exit 2.
 Job build_job(Recipe recipe, const JobOptions& options = {});
 
+// A transform list as the recipe writes it ([{name: {params}}, ...]), each made by its registry
+// entry with what the model says about its inputs; `path` names the list in errors (RecipeError).
+Compose build_transforms(const YAML::Node& list, const ModelInput& model, const std::string& path);
+
 // The model's layer ids for optimizer.layer_decay (runner/recipe/param_groups.cpp).
 LayerIds layer_ids(const Classifier& model);
 // The optimizer's groups over `params`: optimizer.no_decay / layer_decay / groups and the

@@ -15,13 +15,21 @@ namespace trainrun {
 
 namespace {
 
-// timm's group_with_matcher(..., reverse=True) for a dict matcher without suffixes
-// (timm/models/_manipulate.py): each name's ordinal tuple is (group ordinal, captured numbers...)
-// of the first regex matching at its start, (inf,) when none does; the sorted distinct tuples
-// are the layer ids.
-LayerIds matched_layer_ids(const std::vector<std::string>& names, const std::vector<std::pair<std::string, std::string>>& matcher) {
+// timm's group_with_matcher(..., reverse=True) for a dict matcher (timm/models/_manipulate.py):
+// each name's ordinal tuple is (group ordinal, captured numbers..., suffix...) of the first rule
+// matching at its start, (inf,) when none does; walking the sorted distinct tuples, each starts a
+// new layer id unless it ends in MATCH_PREV_GROUP (99999), which joins the layer before.
+LayerIds matched_layer_ids(const std::vector<std::string>& names, const std::vector<GroupRule>& matcher) {
+  constexpr double kMatchPrevGroup = 99999;
   std::vector<std::regex> compiled;
-  for (const auto& [group, pattern] : matcher) compiled.emplace_back(pattern, std::regex::ECMAScript);
+  std::vector<double> group_ordinal;  // timm: enumerate(group_matcher.items())
+  std::vector<std::string> groups;
+  for (const auto& rule : matcher) {
+    compiled.emplace_back(rule.regex, std::regex::ECMAScript);
+    auto it = std::find(groups.begin(), groups.end(), rule.group);
+    if (it == groups.end()) it = groups.insert(groups.end(), rule.group);
+    group_ordinal.push_back(double(it - groups.begin()));
+  }
   std::map<std::string, std::vector<double>> ordinal;
   std::set<std::vector<double>> keys;
   for (const auto& name : names) {
@@ -29,21 +37,26 @@ LayerIds matched_layer_ids(const std::vector<std::string>& names, const std::vec
     for (std::size_t g = 0; g < compiled.size(); ++g) {
       std::smatch m;
       if (!std::regex_search(name, m, compiled[g], std::regex_constants::match_continuous)) continue;
-      key = {double(g)};
+      key = {group_ordinal[g]};
       for (std::size_t i = 1; i < m.size(); ++i)
         if (m[i].matched) key.push_back(std::stod(m[i].str()));
+      key.insert(key.end(), matcher[g].suffix.begin(), matcher[g].suffix.end());
       break;
     }
     ordinal[name] = key;
     keys.insert(key);
   }
   std::map<std::vector<double>, int64_t> id;
-  for (const auto& k : keys) id.emplace(k, int64_t(id.size()));
-  auto of = [ordinal, id](const std::string& name) {
+  int64_t layer = -1;
+  for (const auto& k : keys) {
+    if (layer < 0 || k.back() != kMatchPrevGroup) ++layer;
+    id.emplace(k, layer);
+  }
+  auto of = [ordinal, id, layer](const std::string& name) {
     auto it = ordinal.find(name);
-    return it == ordinal.end() ? int64_t(id.size()) - 1 : id.at(it->second);  // timm: layer_map.get(name, layer_max)
+    return it == ordinal.end() ? layer : id.at(it->second);  // timm: layer_map.get(name, layer_max)
   };
-  return {of, int64_t(id.size())};
+  return {of, layer + 1};
 }
 
 // timm's auto_group_layers(model, layers_per_group=12): the non-classifier parameter tensors in

@@ -124,6 +124,11 @@ void resolve_eval_transforms(Job& job, const JobOptions& options) {
       throw RecipeError(key + what + ": " + e.what());
     }
     from = what;
+    const InputConfig own = job.model->input_config();
+    if (own.fixed_input_size && config.input_size != own.input_size) {
+      config.input_size = own.input_size;
+      from += " at the model's input_size";
+    }
   }
   data["eval_transforms"] = check_transform_list(job.recipe, timm_eval_transform_list(config), "data.eval_transforms");
   job.eval_transforms_from = from + " (" + describe(config) + ")";
@@ -134,7 +139,9 @@ void load_pretrained(Job& job, const JobOptions& options) {
   if (file.empty()) return;
   LoadReport report;
   try {
-    report = load_state_dict(*job.model, load_safetensors(file), file, job.model->classifier_pattern());
+    TensorList tensors = load_safetensors(file);
+    for (auto& note : job.model->adapt_pretrained(tensors)) job.notes.push_back("model.pretrained: " + note);
+    report = load_state_dict(*job.model, tensors, file, job.model->classifier_pattern());
   } catch (const WeightsError& e) {
     throw WeightsError(std::string("model.pretrained: ") + e.what());
   }

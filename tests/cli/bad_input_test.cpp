@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <regex>
@@ -438,9 +439,20 @@ TEST_F(BadInput, UnknownRegistryName) {
   for (const std::string command : {"check ", ""}) {
     auto r = test::run(test::trainrun(command + args));
     EXPECT_EQ(r.code, 2) << r.err;
-    EXPECT_EQ(r.err.rfind((dir / "r.yaml") + ":2:15: model.name: unknown model 'resnet19' (did you mean 'resnet18'?); "
-                                                "one of: basicnet, resnet18, resnet50d", 0),
-              0u) << r.err;
+    const std::string head = (dir / "r.yaml") + ":2:15: model.name: unknown model 'resnet19' (did you mean 'resnet18'?); one of: ";
+    ASSERT_EQ(r.err.rfind(head, 0), 0u) << r.err;
+    // Every registered model, sorted: the list is the registry's, not a copy.
+    std::string listed = r.err.substr(head.size());
+    listed.erase(listed.find_last_not_of('\n') + 1);
+    std::vector<std::string> names;
+    for (std::size_t at = 0; at <= listed.size();) {
+      std::size_t comma = listed.find(", ", at);
+      names.push_back(listed.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      at = comma == std::string::npos ? listed.size() + 1 : comma + 2;
+    }
+    EXPECT_TRUE(std::is_sorted(names.begin(), names.end())) << listed;
+    for (const char* name : {"basicnet", "resnet18", "resnet50d", "convnext_tiny", "vit_small_patch16_224", "efficientnet_b0"})
+      EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name << " not in: " << listed;
     EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
   }
   EXPECT_FALSE(fs::exists(dir / "run"));

@@ -9,9 +9,12 @@
 #include "registry/registry.h"
 #include "support/download.h"
 #include "runner/io/weights.h"
+#include "runner/recipe/recipe.h"
 #include "test_util.h"
 
 #include <torch/torch.h>
+
+#include <algorithm>
 
 namespace trainrun {
 namespace {
@@ -85,6 +88,80 @@ TEST_F(Headline, PetsRecipeRunsFromNothingThenDownloadsNothing) {
   for (std::size_t i = before; i < requests.size(); ++i)
     EXPECT_NE(requests[i].rfind("GET ", 0), 0u) << "downloaded again: " << requests[i];
 }
+
+// Every shipped fine-tune recipe (recipes/pets_*.yaml) runs as shipped: its model's published
+// weights come from the Hub stand-in (ImageNet-shaped weights of that architecture at the repo
+// `model.pretrained: true` names), the pet images from the mirror, and a couple of steps train.
+class ShippedRecipe : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir / "src/images");
+    torch::manual_seed(3);
+    for (int i = 1; i <= 6; ++i) {
+      write_image(dir / ("src/images/Abyssinian_" + std::to_string(i) + ".jpg"), torch::randint(0, 120, {60, 80, 3}, torch::kUInt8));
+      write_image(dir / ("src/images/beagle_" + std::to_string(i) + ".jpg"), torch::randint(100, 256, {80, 60, 3}, torch::kUInt8));
+    }
+    std::filesystem::create_directories(dir / "mirror");
+    ASSERT_EQ(test::run("tar -C " + (dir / "src") + " -czf " + (dir / "mirror/images.tar.gz") + " images").code, 0);
+    model_name = load_recipe(test::source("recipes/" + GetParam())).node("model.name").as<std::string>();  // bases merged
+    const auto& entry = Registry<Classifier>::instance().get(model_name);
+    YAML::Node cfg;
+    for (auto& p : entry.schema.params())
+      cfg[p.name] = p.name == "num_classes" ? YAML::Node(1000) : YAML::Clone(p.default_value);
+    auto model = entry.make(Config(cfg, "model"));
+    repo = model->published_weights().substr(std::string("hf-hub:").size());
+    save_safetensors(dir / "weights.safetensors", state_dict(*model));
+    // The config.json timm's push_to_hf_hub writes beside the weights (eval_transforms: model reads it).
+    const InputConfig in = model->input_config();
+    const nlohmann::json config_json = {
+        {"architecture", model_name}, {"num_classes", 1000},
+        {"pretrained_cfg", {{"input_size", in.input_size}, {"interpolation", in.interpolation}, {"crop_pct", in.crop_pct},
+                            {"crop_mode", "center"}, {"mean", in.mean}, {"std", in.std}, {"num_classes", 1000}}}};
+    nlohmann::json config = {
+        {"repos",
+         {{repo,
+           {{"revisions",
+             {{"main",
+               {{"commit", "89abcdef0123456789abcdef0123456789abcdef"},
+                {"files", {{"model.safetensors", {{"path", dir / "weights.safetensors"}}},
+                           {"config.json", {{"text", config_json.dump(2)}, {"lfs", false}}}}}}}}}}}}},
+        {"files_dir", dir / "mirror"}};
+    server.emplace(config, dir.path());
+    ASSERT_GT(server->port(), 0);
+  }
+  test::TempDir dir;
+  std::optional<test::HubServer> server;
+  std::string model_name, repo;
+};
+
+TEST_P(ShippedRecipe, RunsAsShippedWithItsPublishedWeights) {
+  std::filesystem::create_directories(dir / "work");
+  std::string env = "cd " + (dir / "work") + " && env -u HF_HUB_CACHE -u HF_HUB_OFFLINE HF_HOME=" + (dir / "hf") +
+                    " HF_ENDPOINT=" + server->url() + " TRAINRUN_DATASETS_MIRROR=" + server->url("/files") +
+                    " TRAINRUN_DATASETS_MD5=images.tar.gz=" + file_md5(dir / "mirror/images.tar.gz") + " ";
+  auto r = test::run(env + test::trainrun(test::source("recipes/" + GetParam()) +
+                                          " train.epochs=1 data.batch_size=4 data.max_train_samples=8"
+                                          " data.max_eval_samples=4 data.workers=1 world.threads_per_proc=2"
+                                          " output.dir=runs/x"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Training completed."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("re-initialised for 2 classes"), std::string::npos) << r.out;
+  EXPECT_EQ(server->count("HEAD /" + repo + "/resolve/main/model.safetensors"), 1) << model_name;
+  std::printf("[recipe] %s: %s from hf-hub:%s\n", GetParam().c_str(), model_name.c_str(), repo.c_str());
+}
+
+std::vector<std::string> shipped_pets_recipes() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(test::source("recipes")))
+    if (e.path().filename().string().rfind("pets_", 0) == 0) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, ShippedRecipe, ::testing::ValuesIn(shipped_pets_recipes()), [](const auto& info) {
+  std::string n = info.param.substr(0, info.param.size() - 5);  // without .yaml
+  return n;
+});
 
 }  // namespace
 }  // namespace trainrun

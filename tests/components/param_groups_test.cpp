@@ -147,3 +147,40 @@ TEST(ParamGroups, FreezeRuleLrScaleAppliesToTheParametersItUnfreezes) {
 
 }  // namespace
 }  // namespace trainrun
+
+namespace trainrun {
+namespace {
+
+// A model with one parameter per name, and timm-style matcher rules with suffixes.
+class SuffixMatched : public Classifier {
+ public:
+  SuffixMatched() {
+    for (const char* name : {"stem", "blocks_0", "blocks_1", "blocks_1_down", "norm", "head"})
+      register_parameter(name, torch::zeros({1}));
+  }
+  at::Tensor forward(const at::Tensor& x) override { return x; }
+  InputConfig input_config() const override { return {}; }
+  std::string classifier_pattern() const override { return "head"; }
+  std::vector<GroupRule> group_matcher() const override {
+    return {{"stem", R"(^stem)"},
+            {"blocks", R"(^blocks_(\d+)_down)", {0}},
+            {"blocks", R"(^blocks_(\d+))"},
+            {"blocks", R"(^norm)", {99999}}};
+  }
+};
+
+// timm's group_with_matcher(reverse=True) on these names with
+// dict(stem=r'^stem', blocks=[(r'^blocks_(\d+)_down', (0,)), (r'^blocks_(\d+)', None), (r'^norm', (99999,))])
+// (run at aa4b5850): one ordinal for the group name however many rules it has, the suffix after
+// the captured numbers, and MATCH_PREV_GROUP (99999) joining the layer before.
+TEST(ParamGroups, MatcherSuffixesAndMatchPrevGroupAreTimms) {
+  SuffixMatched model;
+  LayerIds ids = layer_ids(model);
+  const std::map<std::string, int64_t> timm{{"stem", 0},          {"blocks_0", 1}, {"blocks_1", 2},
+                                            {"blocks_1_down", 3}, {"norm", 3},     {"head", 4}};
+  EXPECT_EQ(ids.count, 5);
+  for (const auto& [name, id] : timm) EXPECT_EQ(ids.of(name), id) << name;
+}
+
+}  // namespace
+}  // namespace trainrun

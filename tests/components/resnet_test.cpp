@@ -8,6 +8,7 @@
 #include "support/safetensors.h"
 #include "runner/io/weights.h"
 
+#include "make_model.h"
 #include "test_util.h"
 
 #include <torch/torch.h>
@@ -17,14 +18,7 @@
 namespace trainrun {
 namespace {
 
-// A registered model with its schema's defaults, as the recipe engine would build it.
-std::shared_ptr<Classifier> make_model(const std::string& name, const std::string& params = "{}") {
-  const auto& entry = Registry<Classifier>::instance().get(name);
-  YAML::Node cfg = YAML::Load(params);
-  for (auto& p : entry.schema.params())
-    if (!cfg[p.name]) cfg[p.name] = p.name == "num_classes" ? YAML::Node(1000) : YAML::Clone(p.default_value);
-  return entry.make(Config(cfg, "model"));
-}
+using test::make_model;
 
 std::string reference(const std::string& args) {
   return std::string(test::kPython) + " " + test::source("tests/py/resnet_ref.py") + " " + args;
