@@ -29,6 +29,11 @@ for t in "${targets[@]}"; do
   else
     echo "fuzz: $t: FINDING: $(grep -m1 -E '^(finding:|==[0-9]+==ERROR|SUMMARY)' "$log" || tail -1 "$log")"
     echo "fuzz: $t: input: $(ls -t "$findings" | head -1 | sed "s|^|$findings/|"); log: $log"
+    # CI's root is gone afterwards: what the target printed before it died (an exception's
+    # "terminate called ...", a sanitizer's report, the stack) and the input, into CI's output.
+    grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse|INITED|RELOAD)' "$log" | tail -40 | sed "s|^|fuzz: $t: |"
+    f=$(ls -t "$findings" | grep -v '\.log$' | head -1)
+    [ -n "$f" ] && head -c 2048 "$findings/$f" | base64 -w 0 | sed "s|^|fuzz: $t: input (base64, first 2 KiB): |" && echo
     failed+=("$t")
   fi
 done

@@ -50,6 +50,10 @@ def run(path, model, input_path, expected_path, exact_path=None):
     def logits(level):
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = level
+        # One thread: ctest runs a test per core, and ORT's spinning pool beside another busy
+        # process was 3.8x slower (all models on Debian 13: 245 s in a CI run, 65 s alone).
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
         session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         return session.run(["logits"], {"input": x})[0].astype(np.float64)
 
