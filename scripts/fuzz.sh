@@ -31,9 +31,11 @@ for t in "${targets[@]}"; do
     echo "fuzz: $t: input: $(ls -t "$findings" | head -1 | sed "s|^|$findings/|"); log: $log"
     # CI's root is gone afterwards: what the target printed before it died (an exception's
     # "terminate called ...", a sanitizer's report, the stack) and the input, into CI's output.
-    grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse|INITED|RELOAD)' "$log" | tail -40 | sed "s|^|fuzz: $t: |"
-    f=$(ls -t "$findings" | grep -v '\.log$' | head -1)
-    [ -n "$f" ] && head -c 2048 "$findings/$f" | base64 -w 0 | sed "s|^|fuzz: $t: input (base64, first 2 KiB): |" && echo
+    { grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse|INITED|RELOAD)' "$log" || true; } | tail -40 | sed "s|^|fuzz: $t: |"
+    f=$(ls -t "$findings" | head -1)
+    if [ -n "$f" ] && [ -f "$findings/$f" ]; then
+      echo "fuzz: $t: input (base64, first 2 KiB): $(head -c 2048 "$findings/$f" | base64 -w 0)"
+    fi
     failed+=("$t")
   fi
 done
