@@ -125,7 +125,9 @@ at::Tensor DataLoader::allocate_inputs(int64_t n) const {
   if (example_shape_.empty()) return {};
   std::vector<int64_t> shape{n};
   shape.insert(shape.end(), example_shape_.begin(), example_shape_.end());
-  return at::empty(shape, at::kFloat);
+  // Pinned from the start when the loader pins: the transforms write into the page-locked batch
+  // and collation copies nothing.
+  return at::empty(shape, at::TensorOptions().dtype(at::kFloat).pinned_memory(options_.pin_memory));
 }
 
 at::Tensor DataLoader::slot(const at::Tensor& inputs, std::size_t k) {
@@ -147,10 +149,19 @@ Batch DataLoader::collate(const std::vector<Loaded>& examples, const at::Tensor&
   }
   if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + examples.back().error);
   Batch batch{in_place ? inputs : at::stack(images), at::tensor(labels, at::kLong)};
-  if (options_.batch_transforms.empty()) return batch;
-  Rng rng = batch_rng(uint64_t(options_.shard.seed), epoch, options_.shard.rank, batch_index);
-  const BatchContext context{options_.num_classes, epoch, batch_index};
-  for (const auto& t : options_.batch_transforms) (*t)(batch, context, rng);
+  if (!options_.batch_transforms.empty()) {
+    Rng rng = batch_rng(uint64_t(options_.shard.seed), epoch, options_.shard.rank, batch_index);
+    const BatchContext context{options_.num_classes, epoch, batch_index};
+    for (const auto& t : options_.batch_transforms) (*t)(batch, context, rng);
+  }
+  return options_.pin_memory ? pinned(std::move(batch)) : batch;
+}
+
+// As torch.utils.data's pin_memory thread: after collation and the batch transforms, so the
+// tensors the step receives are the pinned ones. Inputs allocated pinned up front stay as they are.
+Batch DataLoader::pinned(Batch batch) {
+  if (!batch.inputs.is_pinned()) batch.inputs = batch.inputs.pin_memory();
+  if (!batch.targets.is_pinned()) batch.targets = batch.targets.pin_memory();
   return batch;
 }
 

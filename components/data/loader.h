@@ -33,6 +33,11 @@ struct LoaderOptions {
   // Run on each collated batch, in order, on the loader's threads (training: data.batch_transforms).
   std::vector<std::shared_ptr<BatchTransform>> batch_transforms;
   int64_t num_classes = 0;  // what the batch transforms are told
+  // DataLoader(pin_memory=True): each batch's tensors end in page-locked host memory, made on the
+  // loader's threads, so that the copy to a CUDA device can be asynchronous (.to(device,
+  // non_blocking=true)); from pageable memory that copy waits for the host. Needs CUDA: set only
+  // for a CUDA run (loader_options).
+  bool pin_memory = false;
 };
 
 class DataLoader {
@@ -61,6 +66,7 @@ class DataLoader {
   static at::Tensor slot(const at::Tensor& inputs, std::size_t k);
   // The batch's examples stacked (or already in `inputs`), then the batch transforms.
   Batch collate(const std::vector<Loaded>& examples, const at::Tensor& inputs, int64_t batch_index, int64_t epoch) const;
+  static Batch pinned(Batch batch);
   void fill();
 
   std::shared_ptr<const Dataset> dataset_;

@@ -17,20 +17,26 @@ Accelerator::Accelerator(WorldInfo world, AcceleratorOptions options) : world_(s
   bool cuda = torch::cuda::is_available();
   if (options_.device == "cuda" && !cuda) throw std::invalid_argument("world.device: cuda was asked for but no CUDA device is available");
   bool use_cuda = options_.device == "cuda" || (options_.device == "auto" && cuda);
-  device_ = use_cuda ? c10::Device(c10::kCUDA, c10::DeviceIndex(world_.local_rank)) : c10::Device(c10::kCPU);
+  const std::string backend = options_.world.backend == "auto" ? (use_cuda ? "nccl" : "gloo") : options_.world.backend;
   if (use_cuda) {
     // torch.cuda.set_device(LOCAL_RANK) before the process group exists, so NCCL (and every
     // allocation without an explicit index) uses this rank's GPU instead of guessing cuda:0.
-    c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-    if (world_.local_rank >= cuda.deviceCount())
+    c10::impl::VirtualGuardImpl guard(c10::DeviceType::CUDA);
+    const int64_t devices = guard.deviceCount();
+    int64_t index = world_.local_rank;
+    // Over gloo, more ranks than GPUs share them (set_device(local_rank % device_count()), as
+    // scripts do); NCCL refuses two ranks on one GPU ("Duplicate GPU detected"), so it stays an error.
+    if (index >= devices && backend == "gloo" && devices > 0) index %= devices;
+    if (index >= devices)
       throw std::invalid_argument("world.device: local rank " + std::to_string(world_.local_rank) + " needs cuda:" +
-                                  std::to_string(world_.local_rank) + " but this node has " +
-                                  std::to_string(cuda.deviceCount()) + " CUDA device(s)");
-    cuda.setDevice(device_);
+                                  std::to_string(world_.local_rank) + " but this node has " + std::to_string(devices) +
+                                  " CUDA device(s) (over world.backend: gloo, ranks may share one)");
+    device_ = c10::Device(c10::kCUDA, c10::DeviceIndex(index));
+    guard.setDevice(device_);
   }
   if (!world_.distributed()) return;
 
-  backend_ = options_.world.backend == "auto" ? (use_cuda ? "nccl" : "gloo") : options_.world.backend;
+  backend_ = backend;
   JoinedWorld joined = join_world(world_, backend_, options_.world.timeout());
   rendezvous_ = joined.rendezvous;
   group_ = joined.group;

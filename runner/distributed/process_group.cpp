@@ -119,6 +119,14 @@ std::unique_ptr<R> construct_reducer(std::vector<at::Tensor> params, std::vector
 
 }  // namespace
 
+bool has_nccl() {
+#ifdef USE_C10D_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
 c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                                                           const std::string& backend, std::chrono::milliseconds timeout,
                                                           const GlooDevice& gloo) {

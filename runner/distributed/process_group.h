@@ -30,6 +30,10 @@ struct GlooDevice {
   std::string hostname;
 };
 
+// Whether this LibTorch has c10d's NCCL backend (built with USE_C10D_NCCL: CUDA archives and
+// wheels; never a CPU LibTorch).
+bool has_nccl();
+
 // A process group of `size` ranks over `store`: backend "nccl" (only in a LibTorch built with
 // USE_C10D_NCCL; otherwise std::invalid_argument) or else gloo, on `gloo`'s device. On 2.x the gloo
 // or NCCL backend is wrapped in a c10d::ProcessGroup the way torch.distributed's

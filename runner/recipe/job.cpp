@@ -5,6 +5,7 @@
 #include "runner/recipe/job.h"
 
 #include "components/data/download.h"
+#include "runner/distributed/process_group.h"
 #include "runner/recipe/class_balance.h"
 #include "runner/recipe/pretrained.h"
 #include "runner/recipe/resolve.h"
@@ -139,6 +140,9 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   resolve_precision(job);
   if (job.config.world.backend == "nccl" && job.device != "cuda")
     throw RecipeError("world.backend: nccl needs CUDA devices (this run is on " + job.device + "); use gloo");
+  // A CUDA LibTorch built without NCCL would otherwise fail only when the ranks meet, after starting.
+  if (job.config.world.backend == "nccl" && !has_nccl())
+    throw RecipeError("world.backend: nccl: this LibTorch was built without NCCL (USE_C10D_NCCL); use gloo");
 
   if (options.data) {
     defer_dataset_downloads(!options.download);  // check: DownloadDeferred says what a run would fetch

@@ -49,6 +49,7 @@ LoaderOptions loader_options(const Job& job, bool train) {
     o.shard.weights = job.sample_weights;  // data.sampler: weighted
   }
   o.num_classes = int64_t(job.data.classes.size());
+  o.pin_memory = job.device == "cuda";
   return o;
 }
 
@@ -204,7 +205,10 @@ bool TrainLoop::forward_backward(const Batch& batch) {
   // closes a partial group, as the Trainer does.
   const bool closes_step = micro % accum == 0 || micro == length_.batches_per_epoch;
   ddp_->set_gradient_sync(closes_step);
-  TrainBatch b{batch.inputs.to(acc_->device()), batch.targets.to(acc_->device()), micro - 1};
+  // Asynchronous from the loader's pinned memory (loader_options): the copy is queued on the
+  // device's stream ahead of the forward, and the host goes on without waiting for it.
+  TrainBatch b{batch.inputs.to(acc_->device(), /*non_blocking=*/true),
+               batch.targets.to(acc_->device(), /*non_blocking=*/true), micro - 1};
   fire([&](Callback& c) { c.on_train_batch_begin(*this, b); });
   at::Tensor x = job_.channels_last ? b.inputs.contiguous(at::MemoryFormat::ChannelsLast) : b.inputs;
   StepOutput out;
