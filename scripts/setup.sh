@@ -20,7 +20,8 @@ if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ]; then
   # The real launchers the distributed tests run trainrun under: torchrun (python3-torch),
   # mpirun (openmpi-bin), srun/sbatch (slurm-wlm + munge), and a terminal (tmux) for Ctrl-C.
   packages+=(libgtest-dev python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-omegaconf
-             openmpi-bin slurm-wlm munge tmux iproute2 procps strace)
+             openmpi-bin slurm-wlm munge tmux iproute2 procps strace
+             patchelf)  # tests/cli/libstdcxx_clash_test.cpp: a binary with a stand-in libtorch_cpu (pytorch#133437)
   # Python's real safetensors reads what trainrun writes and writes what it reads (tests/py/st.py);
   # Debian packages it from 13 on (Debian 12's tests use st.py's own reader of the format).
   [ "$release" -ge 13 ] && packages+=(python3-safetensors)
