@@ -56,6 +56,7 @@ def evaluate(model, args):
     correct, total, loss_sum = 0, 0, 0.0
     with torch.no_grad():
         for x, y in test:
+            x, y = common.to_device(x, args), common.to_device(y, args)
             out = model(x)
             loss_sum += F.nll_loss(out, y, reduction="sum").item()
             correct += (out.argmax(1) == y).sum().item()

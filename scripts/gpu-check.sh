@@ -13,7 +13,8 @@
 #                   end-to-end check of this script; the GPU tests skip, the CUDA rows do not run
 # PYTHON            a python3 that imports torch (default python3): its torch is the LibTorch
 #                   built against (torch.utils.cmake_prefix_path) and runs bench's PyTorch side
-# TORCH_PREFIX      instead, a LibTorch archive: TORCH_PREFIX=/path/to/libtorch
+# TORCH_PREFIX      instead, a LibTorch archive: TORCH_PREFIX=/path/to/libtorch (TORCH_INCLUDE and
+#                   TORCH_LIB default to its include/ and lib/)
 # BUILD_DIR         build folder (default build-gpu)
 # OUT_DIR           the logs and the table (default $OUT when set, else BUILD_DIR/gpu-check)
 # JOBS              compile jobs (default nproc)
@@ -21,6 +22,9 @@
 #                   after the later parts' reserve, and a part with too little left is not run
 # BENCH_ARGS        replace bench/compare's row arguments (default: --rows basicnet,pets --rounds 1)
 # BUILD_LOCK        a file to hold with flock while compiling (shared build machines)
+# EXTRA_CMAKE_ARGS  added to the configure command (split at spaces)
+# CTEST_JOBS        tests run at once (default 4; they share the GPU)
+# CONFIGURE_ONLY=1  stop after configuring
 # TORCH_CUDA_ARCH_LIST  e.g. 9.0 (default: the first GPU's compute capability)
 set -uo pipefail
 
@@ -111,13 +115,13 @@ if [ "$SYSTEM" = 1 ]; then
   TORCH_LIB=/usr/lib/x86_64-linux-gnu
   LIBTORCH="Debian's libtorch-dev $(dpkg-query -W -f '${Version}' libtorch-dev 2>/dev/null)"
 elif [ -n "${TORCH_PREFIX:-}" ]; then
-  TORCH_LIB=$TORCH_PREFIX/lib
-  TORCH_INCLUDE=$TORCH_PREFIX/include
+  TORCH_LIB=${TORCH_LIB:-$TORCH_PREFIX/lib}
+  TORCH_INCLUDE=${TORCH_INCLUDE:-$TORCH_PREFIX/include}
   LIBTORCH="LibTorch archive $TORCH_PREFIX $(cat "$TORCH_PREFIX/build-version" 2>/dev/null)"
 elif [ -n "${T[prefix]:-}" ]; then
   TORCH_PREFIX=${T[prefix]}
-  TORCH_LIB=${T[dir]}/lib
-  TORCH_INCLUDE=${T[dir]}/include
+  TORCH_LIB=${TORCH_LIB:-${T[dir]}/lib}
+  TORCH_INCLUDE=${TORCH_INCLUDE:-${T[dir]}/include}
   LIBTORCH="pip torch ${T[version]} ($TORCH_PREFIX)"
 else
   TORCH_PREFIX=""
@@ -209,6 +213,8 @@ if [ -f "$B/CMakeCache.txt" ] && { ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$S
                                    ! grep -qxF "CMAKE_GENERATOR:INTERNAL=$GEN" "$B/CMakeCache.txt"; }; then
   rm -rf "$B/CMakeCache.txt" "$B/CMakeFiles"
 fi
+read -ra EXTRA <<< "${EXTRA_CMAKE_ARGS:-}"
+ARGS+=("${EXTRA[@]}")
 TESTS=ON
 if [ -z "${STATUS[configure]:-}" ]; then
   log "configuring ($GEN, tests on; log configure.log)"
@@ -233,7 +239,9 @@ fi
 # ---- 4. build: trainrun, the GPU tests and what they depend on ----------------------------------
 BUILD_S="-"
 GPU_TARGET=trainrun_gpu_tests
-if [ "${STATUS[configure]}" = ok ]; then
+if [ "${CONFIGURE_ONLY:-0}" = 1 ]; then
+  part build skipped "CONFIGURE_ONLY=1"
+elif [ "${STATUS[configure]}" = ok ]; then
   TARGETS=(trainrun)
   if [ $TESTS = ON ] && grep -qsE "^(build )?$GPU_TARGET: " "$B/build.ninja" "$B/Makefile"; then
     TARGETS+=("$GPU_TARGET")
@@ -273,7 +281,9 @@ if [ -n "$RUN_PATH" ]; then
   fi
 fi
 TESTS_SUMMARY="-" SKIPS=""
-if [ $TESTS = OFF ] && [ "${STATUS[configure]}" = ok ]; then
+if [ "${CONFIGURE_ONLY:-0}" = 1 ]; then
+  part "gpu tests" "not run" "CONFIGURE_ONLY=1"
+elif [ $TESTS = OFF ] && [ "${STATUS[configure]}" = ok ]; then
   part "gpu tests" FAILED "not built: GoogleTest not found (configure-with-tests.log)"
 elif [ "${STATUS[build]}" != ok ]; then
   part "gpu tests" "not run" "no build"
@@ -285,8 +295,19 @@ else
   JUNIT=()   # every test's output, skipped ones included (CMake 3.21+): where the skip reasons are
   rm -f "$B/ctest-gpu.xml"
   [[ $(ctest --help 2>/dev/null) == *--output-junit* ]] && JUNIT=(--output-junit "$B/ctest-gpu.xml")
-  (cd "$B" && LD_LIBRARY_PATH=$RUN_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-     timed "$budget" "$O/ctest.log" "${CTEST[@]}" -L gpu --output-on-failure --no-tests=error "${JUNIT[@]}")
+  # The tests' Python references (TRAINRUN_PYTHON) run with the library path as it was, not RUN_PATH.
+  TEST_PY=$(command -v "$PY" || echo "$PY")
+  if [ -n "$RUN_PATH" ]; then
+    TEST_PY=$B/python-without-deps
+    { echo '#!/bin/sh'
+      echo "# written by scripts/gpu-check.sh: $PY without the portable-deps prefix on LD_LIBRARY_PATH"
+      if [ -n "${LD_LIBRARY_PATH:-}" ]; then echo "LD_LIBRARY_PATH='$LD_LIBRARY_PATH'; export LD_LIBRARY_PATH"
+      else echo "unset LD_LIBRARY_PATH"; fi
+      echo "exec '$(command -v "$PY" || echo "$PY")' \"\$@\""; } > "$TEST_PY"
+    chmod +x "$TEST_PY"
+  fi
+  (cd "$B" && export TRAINRUN_PYTHON=$TEST_PY && LD_LIBRARY_PATH=$RUN_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+     timed "$budget" "$O/ctest.log" "${CTEST[@]}" -L gpu -j"${CTEST_JOBS:-4}" --output-on-failure --no-tests=error "${JUNIT[@]}")
   rc=$?
   passed=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* +Passed ' "$O/ctest.log")
   skipped=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*Skipped|Not Run' "$O/ctest.log")

@@ -9,7 +9,8 @@ everything but the classifier (timm's get_classifier()) frozen, Adam at lr 3e-2/
 OneCycleLR(max_lr=3e-2), model.train() on the whole model (frozen BatchNorm layers update their
 running statistics). The weights start random: loading pretrained ones does not change the speed
 and there is no network here. --precision bf16 runs the forward under CPU autocast, as
-cv_example's --mixed_precision bf16 does.
+cv_example's --mixed_precision bf16 does. --train-all trains every layer (a full fine-tune) instead
+of the classifier alone; --device cuda runs it on the GPU (bench/py/common.py says how).
 
 With --eval it then evaluates as cv_example does after each epoch, once at the end: the other 20 %
 resized to the training size, ToTensor, the same normalisation, model.eval(); the accuracy over
@@ -59,23 +60,27 @@ class PetsSide:
 
     INPUT_SHAPE = (3, 224, 224)
 
-    def __init__(self, model, classifier, mean=IMAGENET_MEAN, std=IMAGENET_STD):
-        self.model, self.classifier = model, classifier
+    def __init__(self, model, classifier, mean=IMAGENET_MEAN, std=IMAGENET_STD, source="tests/py"):
+        self.model, self.classifier, self.source = model, classifier, source  # source: which implementation
         self.mean = torch.tensor(mean)[None, :, None, None]  # the weights' pretrained_cfg
         self.std = torch.tensor(std)[None, :, None, None]
 
     def build(self, args, steps_per_epoch, num_classes):
         """The model, optimizer and scheduler; bench/py/floor.py builds the same."""
         model = self.model(num_classes=num_classes)
-        for param in model.parameters():
-            param.requires_grad = False
-        for param in model.get_submodule(self.classifier).parameters():
-            param.requires_grad = True
+        if not getattr(args, "train_all", False):
+            for param in model.parameters():
+                param.requires_grad = False
+            for param in model.get_submodule(self.classifier).parameters():
+                param.requires_grad = True
         optimizer = torch.optim.Adam(params=model.parameters(), lr=LR / 25)
         scheduler = OneCycleLR(optimizer=optimizer, max_lr=LR, epochs=args.epochs, steps_per_epoch=steps_per_epoch)
         return model, optimizer, scheduler
 
     def train_step(self, model, optimizer, scheduler, images, labels, args):
+        images = common.to_device(images, args)
+        if self.mean.device != images.device:  # once: a copy per step would wait for the GPU
+            self.mean, self.std = self.mean.to(images.device), self.std.to(images.device)
         inputs = (images - self.mean) / self.std  # cv_example normalises the batch, not each image
         return common.train_step(model, optimizer, scheduler, inputs, labels, args)
 
@@ -99,7 +104,7 @@ class PetsSide:
             eval_names = [file_names[i] for i in random_perm[int(0.8 * len(file_names)):]]
             extra["eval_accuracy"], extra["eval_examples"] = self.evaluate(model, eval_names[rank::args.nproc], size,
                                                                            label_to_id, args)
-        clock.finish(examples=len(train_dataset), classes=len(label_to_id), **extra)
+        clock.finish(examples=len(train_dataset), classes=len(label_to_id), model=self.source, **extra)
 
     def evaluate(self, model, file_names, size, label_to_id, args):
         dataset = PetsDataset(file_names, Compose([Resize(size), ToTensor()]), label_to_id)
@@ -108,8 +113,9 @@ class PetsSide:
         counts = torch.zeros(2, dtype=torch.float64)
         with torch.no_grad():
             for batch in loader:
+                images = common.to_device(batch["image"], args)
                 with common.autocast(args):
-                    outputs = model((batch["image"] - self.mean) / self.std)
+                    outputs = model((images - self.mean.to(images.device)) / self.std.to(images.device)).cpu()
                 counts += torch.tensor([(outputs.argmax(dim=-1) == batch["label"]).sum().item(), len(batch["label"])])
         if dist.is_initialized():
             dist.all_reduce(counts)
@@ -119,4 +125,5 @@ class PetsSide:
         ap = arg_parser(doc.splitlines()[0], batch=64, workers=4)
         ap.add_argument("--size", type=int, default=224, help="training (RandomResizedCrop) and evaluation size")
         ap.add_argument("--eval", action="store_true", help="evaluate on the other 20 %% after training")
+        ap.add_argument("--train-all", action="store_true", help="train every layer, not only the classifier")
         launch(self.worker, ap.parse_args())
