@@ -33,7 +33,9 @@ TEST(PinnedBatches, PinningLoaderHandsOutPageLockedBatches) {
   for (int64_t workers : {0, 2}) {
     LoaderOptions options = loader_options(job, /*train=*/true);
     options.workers = workers;
-    options.batch_size = 16;  // 70 examples: 4 full batches and one of 6, which is stacked, not preallocated
+    // 70 examples, 5 batches: the first stacked, then pinned (no example shape known yet); the
+    // rest written by the transforms into inputs allocated pinned.
+    options.batch_size = 16;
     DataLoader loader(job.data.train, job.train_transforms, options);
     loader.start_epoch(0);
     int batches = 0;
