@@ -199,7 +199,7 @@ if [ -n "$DEPS" ] && [ -z "${STATUS[configure]:-}" ]; then
     -DTCMALLOC_LIBRARY="$L/libtcmalloc_minimal.so.4" -DGTEST_ROOT="$DEPS"
     # the test lists are read when ctest runs, with RUN_PATH, not by the build, without it
     -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST)
-  GTEST_CONFIG=$(find "$L" -maxdepth 3 -name GTestConfig.cmake 2>/dev/null | head -1)
+  GTEST_CONFIG=$(find "$L" -maxdepth 4 -name GTestConfig.cmake 2>/dev/null | head -1)
   [ -n "$GTEST_CONFIG" ] && ARGS+=(-DGTest_DIR="${GTEST_CONFIG%/*}")
   if [ -n "${TORCH_CUDA_ARCH_LIST:-}" ]; then
     ARGS+=(-DCMAKE_CUDA_ARCHITECTURES="$(echo "$TORCH_CUDA_ARCH_LIST" | tr ' ,' ';;' | sed 's/+PTX//g; s/\.//g')")
@@ -276,6 +276,11 @@ fi
 CTEST=(ctest)
 if [ -n "$RUN_PATH" ]; then
   exe=$(readlink -f "$(command -v ctest)")
+  if [ "$(head -c 4 "$exe" | tail -c 3)" != ELF ] && [ "$(head -c 2 "$exe")" = '#!' ]; then
+    # pip's cmake: a Python script starting the package's own binary
+    real=$($(head -1 "$exe" | cut -c3-) -c 'import cmake, os; print(os.path.join(cmake.CMAKE_BIN_DIR, "ctest"))' 2>/dev/null)
+    [ -x "$real" ] && exe=$real
+  fi
   if [ -x /lib64/ld-linux-x86-64.so.2 ] && [ "$(head -c 4 "$exe" | tail -c 3)" = ELF ]; then
     CTEST=(/lib64/ld-linux-x86-64.so.2 --library-path "${LD_LIBRARY_PATH:-}" "$exe")
   fi
