@@ -2,7 +2,10 @@
 // a BasicNet + AdamW + onecycle + loss scaler is saved once with trainrun's own Checkpoints::save,
 // then each input replaces its files: NUL-separated trainer_state.json, scheduler.json,
 // scaler.json and model.safetensors (the rest of the input, which may hold NULs). A part left
-// out keeps the saved file. optimizer.pt and rng.pt are LibTorch's own archives, not fuzzed here.
+// out keeps the saved file. The input's trainer_state.json holds trainrun's own state under
+// "trainrun", as checkpoints did before trainrun_state.json (read by the same code, which the
+// saved trainrun_state.json would otherwise shadow). optimizer.pt and rng.pt are LibTorch's own
+// archives, not fuzzed here.
 #include "components/models/model.h"
 #include "components/optim/optim.h"
 #include "fuzz/fuzz_util.h"
@@ -80,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (end > pos) fuzz::write_file(folder / name, std::string_view(input).substr(pos, end - pos));
     pos = end + 1;
   }
+  if (!input.empty() && input[0] != '\0') fs::remove(folder / kResumeFile);
   LoopSums sums;
   fuzz::expect_only<CheckpointError, WeightsError>([&] {
     TrainerState state = load_checkpoint(folder.string(), p.parts, sums, p.acc);

@@ -126,6 +126,11 @@ def main():
     if len(sys.argv) > 1:
         folder = sys.argv[1]
         state = open(os.path.join(folder, "trainer_state.json"), "rb").read()
+        resume = os.path.join(folder, "trainrun_state.json")
+        if os.path.exists(resume):  # the target reads trainrun's own state from "trainrun", the older layout
+            merged = json.loads(state)
+            merged["trainrun"] = json.load(open(resume))
+            state = (json.dumps(merged, indent=2) + "\n").encode()
         sched = b'{"base_lrs": [0.001], "step": 7}'
         scaler = b'{"enabled": false, "growth_tracker": 0, "scale": 65536.0}'
         put("checkpoint", "saved", state + b"\0" + sched + b"\0" + scaler)

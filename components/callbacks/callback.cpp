@@ -8,8 +8,8 @@ namespace trainrun {
 
 void CheckpointFiles::add(const std::string& name, std::string bytes) {
   // The trainer's own files, and what the folder's atomic write relies on, are not a callback's.
-  static const std::set<std::string> taken = {kStateFile,     "model.safetensors", "optimizer.pt", "scheduler.json",
-                                              "scaler.json", "rng.pt"};
+  static const std::set<std::string> taken = {kStateFile,       kResumeFile,   "model.safetensors", "optimizer.pt",
+                                              "scheduler.json", "scaler.json", "rng.pt"};
   if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos || taken.count(name))
     throw TrainingError("a callback's checkpoint file '" + name +
                         "': expected a plain file name (no '/', not starting with '.') other than the trainer's own");

@@ -31,6 +31,11 @@ json read_json(const fs::path& path) {
   }
 }
 
+// transformers' TrainerState dataclass, field for field (src/transformers/trainer_callback.py at
+// huggingface/transformers@55093b758b338fdc7903e778509523d755ae080d, the 4.47-4.49 line; the
+// same list as tests/py/hf_trainer_state.py). load_from_json is TrainerState(**json): any other
+// key is a TypeError there, so trainrun's own state has a file of its own. Keys sorted, as
+// save_to_json writes them; the values transformers writes for what trainrun does not track.
 ordered_json TrainerState::to_json() const {
   ordered_json j;
   j["best_metric"] = best_metric ? ordered_json(*best_metric) : ordered_json(nullptr);
@@ -44,6 +49,7 @@ ordered_json TrainerState::to_json() const {
   j["log_history"] = log_history;
   j["logging_steps"] = logging_steps;
   j["max_steps"] = max_steps;
+  j["num_input_tokens_seen"] = 0;  // counted only for text (include_num_input_tokens_seen)
   j["num_train_epochs"] = num_train_epochs;
   j["save_steps"] = save_steps;
   j["stateful_callbacks"] = stateful_callbacks;
@@ -51,14 +57,17 @@ ordered_json TrainerState::to_json() const {
   j["train_batch_size"] = train_batch_size;
   j["trial_name"] = nullptr;
   j["trial_params"] = nullptr;
-  ordered_json ours{{"epoch_index", epoch_index}, {"batches_in_epoch", batches_in_epoch}, {"world_size", world_size}};
-  ours["ranks"] = ordered_json::array();
+  return j;
+}
+
+ordered_json TrainerState::resume_json() const {
+  ordered_json j{{"epoch_index", epoch_index}, {"batches_in_epoch", batches_in_epoch}, {"world_size", world_size}};
+  j["ranks"] = ordered_json::array();
   for (auto& r : ranks)
-    ours["ranks"].push_back({{"loss_since_log", r.loss_since_log},
-                             {"batches_since_log", r.batches_since_log},
-                             {"loss_total", r.loss_total},
-                             {"batches_total", r.batches_total}});
-  j["trainrun"] = ours;
+    j["ranks"].push_back({{"loss_since_log", r.loss_since_log},
+                          {"batches_since_log", r.batches_since_log},
+                          {"loss_total", r.loss_total},
+                          {"batches_total", r.batches_total}});
   return j;
 }
 
@@ -81,35 +90,52 @@ TrainerState TrainerState::from_json(const json& j) {
       if (!j["stateful_callbacks"].is_object()) throw CheckpointError(std::string(kStateFile) + ": stateful_callbacks is not an object");
       s.stateful_callbacks = ordered_json(j["stateful_callbacks"]);
     }
-    const json& ours = j.at("trainrun");
-    s.epoch_index = ours.at("epoch_index").get<int64_t>();
-    s.batches_in_epoch = ours.at("batches_in_epoch").get<int64_t>();
-    s.world_size = ours.at("world_size").get<int64_t>();
-    for (auto& r : ours.at("ranks"))
-      s.ranks.push_back({r.at("loss_since_log").get<double>(), r.at("batches_since_log").get<int64_t>(),
-                         r.at("loss_total").get<double>(), r.at("batches_total").get<int64_t>()});
   } catch (const json::exception& e) {
     throw CheckpointError(std::string(kStateFile) + ": " + e.what());
   }
-  // Numbers a resumed loop counts from: a negative one would skip or repeat data.
-  for (auto [key, value, least] : {std::tuple<const char*, int64_t, int64_t>{"global_step", s.global_step, 0},
-                                   {"trainrun.epoch_index", s.epoch_index, 0},
-                                   {"trainrun.batches_in_epoch", s.batches_in_epoch, 0},
-                                   {"trainrun.world_size", s.world_size, 1}})
-    if (value < least)
-      throw CheckpointError(std::string(kStateFile) + ": " + key + " is " + std::to_string(value) + ", expected >= " +
-                            std::to_string(least));
+  if (s.global_step < 0)
+    throw CheckpointError(std::string(kStateFile) + ": global_step is " + std::to_string(s.global_step) + ", expected >= 0");
   if (!(s.epoch >= 0)) throw CheckpointError(std::string(kStateFile) + ": epoch is " + std::to_string(s.epoch) + ", expected >= 0");
   return s;
 }
 
-TrainerState read_trainer_state(const std::string& folder) {
+void TrainerState::read_resume_json(const json& ours, const std::string& where) {
   try {
-    return TrainerState::from_json(read_json(fs::path(folder) / kStateFile));
+    epoch_index = ours.at("epoch_index").get<int64_t>();
+    batches_in_epoch = ours.at("batches_in_epoch").get<int64_t>();
+    world_size = ours.at("world_size").get<int64_t>();
+    ranks.clear();
+    for (auto& r : ours.at("ranks"))
+      ranks.push_back({r.at("loss_since_log").get<double>(), r.at("batches_since_log").get<int64_t>(),
+                       r.at("loss_total").get<double>(), r.at("batches_total").get<int64_t>()});
+  } catch (const json::exception& e) {
+    throw CheckpointError(where + e.what());
+  }
+  // Numbers a resumed loop counts from: a negative one would skip or repeat data.
+  for (auto [key, value, least] : {std::tuple<const char*, int64_t, int64_t>{"epoch_index", epoch_index, 0},
+                                   {"batches_in_epoch", batches_in_epoch, 0},
+                                   {"world_size", world_size, 1}})
+    if (value < least)
+      throw CheckpointError(where + key + " is " + std::to_string(value) + ", expected >= " + std::to_string(least));
+}
+
+TrainerState read_trainer_state(const std::string& folder) {
+  const fs::path dir = folder;
+  try {
+    const json hf = read_json(dir / kStateFile);
+    TrainerState s = TrainerState::from_json(hf);
+    if (fs::exists(dir / kResumeFile))
+      s.read_resume_json(read_json(dir / kResumeFile), std::string(kResumeFile) + ": ");
+    else if (hf.contains("trainrun"))  // written before trainrun_state.json existed
+      s.read_resume_json(hf["trainrun"], std::string(kStateFile) + ": trainrun.");
+    else
+      throw CheckpointError(std::string(kResumeFile) + ": missing, and " + kStateFile +
+                            " has no \"trainrun\" either (not a checkpoint trainrun wrote?)");
+    return s;
   } catch (const CheckpointError& e) {
     std::string what = e.what();
-    if (what.rfind(kStateFile, 0) != 0) throw;  // read_json named the whole path already
-    throw CheckpointError((fs::path(folder) / "").string() + what);  // FOLDER/trainer_state.json: ...
+    if (what.rfind(kStateFile, 0) != 0 && what.rfind(kResumeFile, 0) != 0) throw;  // read_json named the whole path
+    throw CheckpointError((dir / "").string() + what);  // FOLDER/trainer_state.json: ...
   }
 }
 

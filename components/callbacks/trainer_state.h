@@ -1,5 +1,7 @@
-// trainer_state.json (the Hugging Face Trainer's TrainerState, plus what trainrun needs to continue
-// exactly) and the per-rank loss sums the loop carries in it.
+// A checkpoint's loop state in two files: trainer_state.json, the Hugging Face Trainer's
+// TrainerState field for field (transformers' TrainerState.load_from_json reads it), and
+// trainrun_state.json, what trainrun needs besides to continue exactly (the epoch in progress,
+// its micro-batches consumed, every rank's loss sums).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,10 @@
 namespace trainrun {
 
 constexpr const char* kStateFile = "trainer_state.json";
+// Checkpoints written before this file existed kept its content under trainer_state.json's
+// "trainrun" key, which transformers refuses (TrainerState(**json) takes its fields only); they
+// are still read.
+constexpr const char* kResumeFile = "trainrun_state.json";
 
 // A checkpoint that cannot be written (full disk, unwritable folder) or read: exit code 1.
 // Older checkpoints are left as they were.
@@ -39,9 +45,9 @@ struct LoopSums {
   int64_t batches_total = 0;
 };
 
-// trainer_state.json: the Trainer's field names, plus what trainrun needs to continue exactly
-// (`trainrun`: the epoch in progress, the micro-batches of it already consumed, every rank's
-// loop sums).
+// The loop state a checkpoint holds: the Trainer's fields (trainer_state.json) and trainrun's own
+// (trainrun_state.json: the epoch in progress, the micro-batches of it already consumed, every
+// rank's loop sums).
 struct TrainerState {
   int64_t global_step = 0;
   double epoch = 0;  // fractional, as the Trainer's
@@ -58,11 +64,20 @@ struct TrainerState {
   int64_t world_size = 1;
   std::vector<LoopSums> ranks;
 
+  // trainer_state.json: exactly transformers' TrainerState fields.
   nlohmann::ordered_json to_json() const;
+  // trainrun_state.json.
+  nlohmann::ordered_json resume_json() const;
+  // trainer_state.json's fields (trainrun's own are left at their defaults).
   static TrainerState from_json(const nlohmann::json& j);
+  // trainrun's own state from `ours` (trainrun_state.json, or an older checkpoint's
+  // trainer_state.json "trainrun"); `where` begins each error ("trainrun_state.json: ").
+  void read_resume_json(const nlohmann::json& ours, const std::string& where);
 };
 
-// A checkpoint folder's trainer_state.json (CheckpointError naming the file when unreadable).
+// A checkpoint folder's trainer_state.json and trainrun_state.json (or, in a checkpoint written
+// before that file, trainer_state.json's "trainrun"); CheckpointError naming the file when
+// unreadable.
 TrainerState read_trainer_state(const std::string& folder);
 
 // A checkpoint's JSON file (CheckpointError naming the file when unreadable or not JSON).

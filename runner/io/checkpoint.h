@@ -1,6 +1,6 @@
 // Checkpoint folders in Hugging Face Trainer's layout (SPEC §4): output.dir/checkpoint-<global_step>/
-// holding model.safetensors, optimizer.pt, scheduler.json, scaler.json, rng.pt and
-// trainer_state.json. A folder is written as .checkpoint-<step>.tmp, every file fsynced, then
+// holding model.safetensors, optimizer.pt, scheduler.json, scaler.json, rng.pt, trainrun_state.json
+// and trainer_state.json. A folder is written as .checkpoint-<step>.tmp, every file fsynced, then
 // renamed, so a checkpoint-<step> folder is always complete; trainer_state.json is written last
 // and is what marks a folder as resumable. checkpoint-best is a symlink to the best one.
 // This file knows folders only: what goes into one is runner/train/checkpoints.h.

@@ -133,6 +133,8 @@ void Checkpoints::write_folder(const std::string& name, const TrainingParts& par
       write_durable(tmp / "rng.pt", bytes.str());
     }
     for (const auto& [file, bytes] : extra_files) write_durable(tmp / file, bytes);
+    // Inside the folder's atomic write, before trainer_state.json marks it complete.
+    write_durable(tmp / kResumeFile, state.resume_json().dump(2) + "\n");
   };
   write_checkpoint_folder(options_.dir, name, write_files, state.to_json().dump(2) + "\n");
 }

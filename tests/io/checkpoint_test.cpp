@@ -102,6 +102,39 @@ TEST_F(Checkpoint, StoppedAfterOneEpochThenResumedIsBitIdentical) {
   EXPECT_EQ(json::parse(test::read_file(dir / "split/checkpoint-20/scheduler.json"))["step"], 20);
 }
 
+// A checkpoint written before trainrun_state.json existed (trainrun's own state under
+// trainer_state.json's "trainrun" key, no num_input_tokens_seen) still resumes, mid-epoch, to the
+// uninterrupted run's result; the checkpoints it goes on to write have the new layout. The old
+// folder is this run's checkpoint-7 rewritten into the layout main wrote up to bb1395c.
+TEST_F(Checkpoint, CheckpointInTheOldLayoutResumesBitIdentical) {
+  ASSERT_EQ(test::run(args("full")).code, 0);
+  auto first = test::run("TRAINRUN_INTERRUPT_AT_STEP=7 " + args("old"));
+  ASSERT_EQ(first.code, 130) << first.err;
+  const fs::path folder = dir / "old/checkpoint-7";
+  // Neither the file nor the key (a folder transformers wrote, say): one line, exit 1.
+  fs::copy(folder, dir / "neither", fs::copy_options::recursive);
+  fs::remove(dir / "neither/trainrun_state.json");
+  auto neither = test::run(args("other", "output.resume=" + (dir / "neither")));
+  EXPECT_EQ(neither.code, 1);
+  EXPECT_NE(neither.err.find(dir / "neither/trainrun_state.json: missing, and trainer_state.json has no \"trainrun\""),
+            std::string::npos)
+      << neither.err;
+
+  json state = json::parse(test::read_file(folder / "trainer_state.json"));
+  state["trainrun"] = json::parse(test::read_file(folder / "trainrun_state.json"));
+  state.erase("num_input_tokens_seen");
+  test::write_file(folder / "trainer_state.json", state.dump(2) + "\n");
+  fs::remove(folder / "trainrun_state.json");
+
+  auto second = test::run(args("old"));
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.out.find("Will skip the first 7 batches in the first epoch"), std::string::npos) << second.out;
+  expect_same_run("full", "old");
+  json after = json::parse(test::read_file(dir / "old/checkpoint-20/trainer_state.json"));
+  EXPECT_FALSE(after.contains("trainrun"));
+  EXPECT_EQ(json::parse(test::read_file(dir / "old/checkpoint-20/trainrun_state.json"))["ranks"].size(), 1u);
+}
+
 TEST_F(Checkpoint, KilledMidEpochAfterAStepCheckpointResumesBitIdentical) {
   std::string more = "output.save_every=3 data.max_train_samples=1280";  // 40 steps, checkpoints every 3
   ASSERT_EQ(test::run(args("full", more)).code, 0);
@@ -325,7 +358,7 @@ TEST_F(Checkpoint, LyingCheckpointFilesAreOneClearLine) {
   for (auto [file, from, to, line] : std::vector<std::array<std::string, 4>>{
            {"scaler.json", "\"growth_tracker\"", "\"growth\"", "/scaler.json: [json.exception.out_of_range.403] key 'growth_tracker' not found"},
            {"scaler.json", "65536.0", "-1.0", "/scaler.json: expected a finite scale > 0 and a growth_tracker >= 0"},
-           {"trainer_state.json", "\"world_size\": 1", "\"world_size\": 0", "/trainer_state.json: trainrun.world_size is 0, expected >= 1"},
+           {"trainrun_state.json", "\"world_size\": 1", "\"world_size\": 0", "/trainrun_state.json: world_size is 0, expected >= 1"},
            {"scheduler.json", "\"step\": 10", "\"step\": -3", "/scheduler.json: scheduler state: step is -3, expected >= 0"}}) {
     fs::path bad = edit(file, from, to);
     std::string before = test::read_file(bad / file);
