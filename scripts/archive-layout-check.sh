@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds trainrun against a LibTorch laid out as the official archives and pip wheels lay it out,
+# made here from Debian's LibTorch, and runs it end to end (README "Building against LibTorch 2.x,
+# a pip torch, CUDA"). Debian's layout (headers in /usr/include, libraries and CMake files under
+# /usr/lib/x86_64-linux-gnu) hid two failures every GPU user met: CMake rejected the project when
+# LibTorch ships its own fmt headers (as archives and wheels do), and trainrun's std::filesystem
+# calls bound to libstdc++ copies torch exports (pytorch#133437). So the tree made here is:
+#   libtorch/include/{torch,ATen,c10,caffe2}   copies of Debian's headers
+#   libtorch/include/fmt                        fmt's headers, as archives ship them
+#   libtorch/lib/lib*.so*                       links to Debian's libraries
+#   libtorch/share/cmake/{Torch,Caffe2,ATen}    Debian's CMake files, their paths made relative to
+#                                              the tree (no /usr/include, no x86_64-linux-gnu)
+# then it configures build-archive/ against it (CMAKE_PREFIX_PATH=libtorch, the other -dev packages
+# from the system), builds the binary, and checks: the fmt branch of CMakeLists.txt was taken,
+# libstdc++.so.6 is the binary's first DT_NEEDED, libtorch_cpu comes from the tree, and a short
+# quickstart run rotates checkpoints (keep_last 1), resumes, evaluates and exports.
+#   usage: scripts/archive-layout-check.sh            (BUILD_DIR=build-archive, JOBS=nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD_DIR:-build-archive}
+JOBS=${JOBS:-$(nproc)}
+T=$PWD/$B/libtorch
+DEB=/usr/lib/x86_64-linux-gnu
+fail() { echo "archive-layout-check: $*" >&2; exit 1; }
+[ -f $DEB/cmake/Torch/TorchConfig.cmake ] || fail "needs Debian's libtorch-dev (scripts/setup.sh)"
+
+# ---- the tree ----------------------------------------------------------------------------------
+rm -rf "$T"
+mkdir -p "$T/include" "$T/lib" "$T/share/cmake"
+for d in torch ATen c10 caffe2 fmt; do cp -r /usr/include/$d "$T/include/"; done
+for f in $DEB/lib{torch,torch_cpu,torch_global_deps,c10,shm}.so*; do ln -s "$f" "$T/lib/"; done
+for d in Torch Caffe2 ATen; do cp -r $DEB/cmake/$d "$T/share/cmake/"; done
+# Debian's files sit one folder deeper (lib/x86_64-linux-gnu/cmake/X) than an archive's
+# (share/cmake/X), and name the libraries by their multiarch folder.
+sed -i 's#/\.\./\.\./\.\./\.\./"#/../../../"#' "$T/share/cmake/Torch/TorchConfig.cmake" "$T/share/cmake/Caffe2/Caffe2Config.cmake"
+sed -i 's#${_IMPORT_PREFIX}/\.\./include#${_IMPORT_PREFIX}/include#' "$T/share/cmake/Caffe2/Caffe2Targets.cmake"
+sed -i 's#${_IMPORT_PREFIX}/x86_64-linux-gnu/#${_IMPORT_PREFIX}/lib/#' "$T/share/cmake/Caffe2/Caffe2Targets-relwithdebinfo.cmake"
+sed -i 's#"/usr/include/ATen"#"${CMAKE_CURRENT_LIST_DIR}/../../../include/ATen"#' "$T/share/cmake/ATen/ATenConfig.cmake"
+if grep -rln 'x86_64-linux-gnu\|/usr/include\|\.\./\.\./\.\./\.\./' "$T/share/cmake"; then
+  fail "a Debian path is left in the tree's CMake files (above)"
+fi
+
+# ---- configure and build -----------------------------------------------------------------------
+t=$SECONDS
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$T" -DTRAINRUN_BUILD_TESTS=OFF \
+  >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; fail "configure failed"; }
+grep -q "^TORCH_INSTALL_PREFIX:.*=$T" "$B/CMakeCache.txt" 2>/dev/null ||
+  grep -q "Torch_DIR:PATH=$T/share/cmake/Torch" "$B/CMakeCache.txt" || fail "CMake did not take Torch from $T"
+[ -L "$B/system_fmt/fmt" ] || fail "CMakeLists.txt's branch for a LibTorch with its own fmt was not taken"
+cmake --build "$B" -j"$JOBS" --target trainrun >"$B/build.log" 2>&1 || { tail -40 "$B/build.log"; fail "build failed"; }
+echo "archive-layout-check: configured and built in $((SECONDS - t)) s"
+
+# ---- what the GPU users' stack needs ---------------------------------------------------------
+first=$(readelf -d "$B/trainrun" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | head -1)
+[ "$first" = libstdc++.so.6 ] || fail "$B/trainrun's first DT_NEEDED is $first, not libstdc++.so.6"
+ldd "$B/trainrun" | grep -q "libtorch_cpu.so.* => $T/lib/" || fail "libtorch_cpu does not load from $T/lib"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+args="recipes/quickstart.yaml data.max_train_samples=640 data.max_eval_samples=200 world.nproc_per_node=1
+      world.threads_per_proc=2 output.dir=$work/run output.save_every=2 output.keep_last=1 train.log_every_steps=5"
+# shellcheck disable=SC2086
+"$B/trainrun" $args >"$work/first.log" 2>&1 || { cat "$work/first.log"; fail "the quickstart run failed"; }
+n=$(find "$work/run" -maxdepth 1 -name 'checkpoint-[0-9]*' | wc -l)
+[ -f "$work/run/checkpoint-10/model.safetensors" ] && [ "$n" -le 2 ] || fail "checkpoints not rotated: $(ls "$work/run")"
+# shellcheck disable=SC2086
+"$B/trainrun" $args train.epochs=2 >"$work/resume.log" 2>&1 || { cat "$work/resume.log"; fail "the resumed run failed"; }
+grep -q "Resuming from" "$work/resume.log" || fail "the second run did not resume"
+"$B/trainrun" eval recipes/quickstart.yaml --checkpoint "$work/run/checkpoint-20" data.max_eval_samples=200 \
+  world.nproc_per_node=1 >"$work/eval.log" 2>&1 || { cat "$work/eval.log"; fail "eval failed"; }
+"$B/trainrun" export recipes/quickstart.yaml --checkpoint "$work/run/checkpoint-20" --format torchscript \
+  --output "$work/model.pt" >"$work/export.log" 2>&1 || { cat "$work/export.log"; fail "export failed"; }
+echo "archive-layout-check: ok (libstdc++.so.6 first, libtorch from $T/lib, checkpoints rotated, resumed, evaluated, exported)"
