@@ -105,7 +105,7 @@ TEST_F(Checkpoint, StoppedAfterOneEpochThenResumedIsBitIdentical) {
 // A checkpoint written before trainrun_state.json existed (trainrun's own state under
 // trainer_state.json's "trainrun" key, no num_input_tokens_seen) still resumes, mid-epoch, to the
 // uninterrupted run's result; the checkpoints it goes on to write have the new layout. The old
-// folder is this run's checkpoint-7 rewritten into the layout main wrote up to bb1395c.
+// folder is this run's checkpoint-7 rewritten into the layout main wrote before 47c5783.
 TEST_F(Checkpoint, CheckpointInTheOldLayoutResumesBitIdentical) {
   ASSERT_EQ(test::run(args("full")).code, 0);
   auto first = test::run("TRAINRUN_INTERRUPT_AT_STEP=7 " + args("old"));
