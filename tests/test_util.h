@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "runner/logging/logging.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -76,9 +78,10 @@ inline std::string source(const std::string& rel) { return std::string(TRAINRUN_
 inline RunResult eval_printing_accuracy(const std::string& args, double accuracy) {
   RunResult r = run(trainrun("eval " + args));
   EXPECT_EQ(r.code, 0) << r.err;
-  std::ostringstream expect;
-  expect << "'eval_accuracy': " << accuracy;
-  EXPECT_NE(r.out.find(expect.str()), std::string::npos) << r.out << " vs " << accuracy;
+  // As the console prints it (Python's repr: shortest round trip; 4/6 is 0.6666666666666666).
+  const std::string dict = python_dict({{"eval_accuracy", accuracy}});
+  const std::string expect = dict.substr(1, dict.size() - 2);
+  EXPECT_NE(r.out.find(expect), std::string::npos) << r.out << " vs " << expect;
   return r;
 }
 

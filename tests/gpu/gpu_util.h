@@ -45,9 +45,11 @@ inline void write_rgb_folder(const std::string& dir) {
   int i = 0;
   for (const std::string cls : {"cat", "dog", "owl"})
     for (const std::string split : {"train", "val"})
-      for (int k = 0; k < (split == "train" ? 8 : 2); ++k, ++i)
+      for (int k = 0; k < (split == "train" ? 8 : 2); ++k, ++i) {
+        std::filesystem::create_directories(dir + "/" + split + "/" + cls);  // cv::imwrite makes no folders
         write_image(dir + "/" + split + "/" + cls + "/" + std::to_string(k) + ".png",
                     torch::randint(0, 256, {40 + 7 * (i % 5), 50 + 3 * (i % 4), 3}, torch::kUInt8));
+      }
 }
 
 // The python3 whose torch the references come from: $TRAINRUN_PYTHON, else the first on PATH (on a
