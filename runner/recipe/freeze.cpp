@@ -3,6 +3,7 @@
 #include "runner/recipe/job.h"
 
 #include <fnmatch.h>
+#include <torch/optim/optimizer.h>
 
 #include <algorithm>
 #include <set>

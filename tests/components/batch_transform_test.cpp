@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <fstream>
