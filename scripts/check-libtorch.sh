@@ -31,11 +31,12 @@
 # project's translation units were checked; exits 1 on any error, and when a source has no compile
 # command (fewer checked than the project has). Full compiler output stays in $CHECK_LOG_DIR
 # (default: a temporary folder, named on errors). Uses both cores (JOBS=N for another count);
-# CHECK_ONLY=REGEX checks only the files it matches (then a partial check is no failure).
+# CHECK_ONLY=REGEX checks only the files it matches (a partial check is then no failure; an empty
+# one is).
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,7 +121,10 @@ def cmake_dir_next_to(inc):
 def cmake_dir_of_build():
     cache = os.path.join(build, "CMakeCache.txt")
     m = re.search(r"^Torch_DIR:PATH=(.*)$", open(cache).read(), re.M) if os.path.exists(cache) else None
-    return os.path.dirname(m.group(1)) if m and is_cmake_dir(os.path.dirname(m.group(1))) else None
+    if m and is_cmake_dir(os.path.dirname(m.group(1))):
+        return os.path.dirname(m.group(1))
+    debian = "/usr/lib/x86_64-linux-gnu/cmake"  # what the flags' Debian include paths imply
+    return debian if is_cmake_dir(debian) else None
 
 
 checked_cmake, build_cmake = cmake_dir_next_to(inc), cmake_dir_of_build()
@@ -206,8 +210,11 @@ for entry in json.load(open(commands)):
     with open(os.path.join(work, "units", f"{n}.rsp"), "w") as f:
         f.write("\n".join(shlex.quote(x) for x in out + add + extra + ["-fsyntax-only", path]) + "\n")
     units.append((n, rel, compiler))
-for rel in sorted(project - seen):
+missing = sorted(project - seen)
+for rel in missing[:10]:
     say(f"no compile command for {rel} in {commands}: not checked")
+if len(missing) > 10:
+    say(f"... and {len(missing) - 10} more without a compile command")
 with open(os.path.join(work, "units", "list"), "w") as f:
     for n, rel, compiler in units:
         f.write(f"{n}\t{rel}\t{compiler}\n")
@@ -247,7 +254,10 @@ if ((failed > 0)); then
   status=1
 fi
 if ((checked < total)); then
-  if [[ -n "${CHECK_ONLY:-}" ]]; then
+  if ((checked == 0)); then
+    echo "check-libtorch: nothing checked"
+    status=1
+  elif [[ -n "${CHECK_ONLY:-}" ]]; then
     echo "check-libtorch: CHECK_ONLY=$CHECK_ONLY: a partial check"
   else
     echo "check-libtorch: $((total - checked)) translation units not checked: this is no full check"
