@@ -34,9 +34,18 @@ if [ "${1:-}" = "--sanitize" ]; then
   # Sanitizer builds and libFuzzer (make test-asan, test-tsan, fuzz): clang and its runtimes.
   packages+=(clang libclang-rt-dev)  # the release's default clang (14 on Debian 12) and its runtimes
 fi
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  # Debian 13's CUDA builds (contrib/non-free: libtorch-cuda-dev, libgloo-cuda-dev,
+  # python3-torch-cuda) conflict with and replace the CPU packages: where one is installed it is
+  # the LibTorch to build against, and installing the CPU one would remove it (README "Building
+  # against LibTorch 2.x, a pip torch, CUDA").
+  case $p in
+    libtorch-dev|libgloo-dev) installed "${p%-dev}-cuda-dev" && continue ;;
+    python3-torch) installed python3-torch-cuda && continue ;;
+  esac
+  installed "$p" || missing+=("$p")
 done
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
