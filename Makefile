@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 BUILD_TESTS ?= ON
 
-.PHONY: demo test bench build setup setup-test setup-sanitize test-asan test-tsan fuzz clean
+.PHONY: demo test test-quick bench build setup setup-test setup-sanitize test-asan test-tsan fuzz clean
 
 # The quickstart needs no test suite: without libgtest-dev (setup.sh installs it only with --test),
 # configuring tests/ would fail on a fresh machine.
@@ -15,6 +15,12 @@ demo: setup build
 CTEST_ARGS ?=
 test: setup-test build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+
+# The edit-compile-test loop: the suite without the groups tests/heavy_tests.txt names (launchers,
+# multi-process worlds, whole runs, every model against Python); the same list bounds CI's ASan run.
+QUICK_EXCLUDE = $(shell grep -v '^\#' tests/heavy_tests.txt | paste -sd'|' -)
+test-quick: setup-test build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -E '$(QUICK_EXCLUDE)'
 
 # trainrun against the PyTorch scripts (bench/README.md); e.g. make bench BENCH_ARGS="--rows pets --rounds 5"
 bench: setup-test build
