@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <functional>
 #include <sstream>
@@ -104,6 +105,14 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::vector<nlohmann::json> out;
   std::istringstream in(read_file(path));
   for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// step -> the value of `key` on the metrics.jsonl lines that have it.
+inline std::map<int64_t, double> by_step(const std::string& metrics, const std::string& key) {
+  std::map<int64_t, double> out;
+  for (auto& l : read_jsonl(metrics))
+    if (l.contains(key)) out[l["step"].get<int64_t>()] = l[key].get<double>();
   return out;
 }
 

@@ -15,13 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::map<int64_t, double> by_step(const std::string& metrics, const std::string& key) {
-  std::map<int64_t, double> out;
-  for (auto& l : test::read_jsonl(metrics))
-    if (l.contains(key)) out[l["step"].get<int64_t>()] = l[key].get<double>();
-  return out;
-}
-
 TEST(ResumeOnCuda, InterruptedMidEpochThenResumedIsBitIdentical) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the CUDA generator's state in rng.pt needs one";
   test::TempDir dir;
@@ -47,7 +40,7 @@ TEST(ResumeOnCuda, InterruptedMidEpochThenResumedIsBitIdentical) {
   EXPECT_NE(second.out.find("Continuing training from global step 7"), std::string::npos) << second.out;
 
   for (const char* key : {"loss", "eval_loss"}) {
-    auto a = by_step(dir / "full/metrics.jsonl", key), b = by_step(dir / "split/metrics.jsonl", key);
+    auto a = test::by_step(dir / "full/metrics.jsonl", key), b = test::by_step(dir / "split/metrics.jsonl", key);
     EXPECT_FALSE(a.empty()) << key;
     EXPECT_EQ(a, b) << key;
   }

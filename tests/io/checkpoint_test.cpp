@@ -15,14 +15,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// step -> the value of `key` on metrics.jsonl lines that have it.
-std::map<int64_t, double> by_step(const std::string& metrics, const std::string& key) {
-  std::map<int64_t, double> out;
-  for (auto& l : test::read_jsonl(metrics))
-    if (l.contains(key)) out[l["step"].get<int64_t>()] = l[key].get<double>();
-  return out;
-}
-
 std::vector<std::string> folders(const std::string& dir) {
   std::vector<std::string> out;
   for (auto& e : fs::directory_iterator(dir))
@@ -45,12 +37,12 @@ class Checkpoint : public ::testing::Test {
   }
   // Same losses at every logged step, same evaluations, same final weights (bytes).
   void expect_same_run(const std::string& a, const std::string& b) const {
-    auto la = by_step(dir / (a + "/metrics.jsonl"), "loss"), lb = by_step(dir / (b + "/metrics.jsonl"), "loss");
+    auto la = test::by_step(dir / (a + "/metrics.jsonl"), "loss"), lb = test::by_step(dir / (b + "/metrics.jsonl"), "loss");
     EXPECT_FALSE(la.empty());
     EXPECT_EQ(la, lb);
-    EXPECT_EQ(by_step(dir / (a + "/metrics.jsonl"), "grad_norm"), by_step(dir / (b + "/metrics.jsonl"), "grad_norm"));
-    EXPECT_EQ(by_step(dir / (a + "/metrics.jsonl"), "eval_loss"), by_step(dir / (b + "/metrics.jsonl"), "eval_loss"));
-    EXPECT_EQ(by_step(dir / (a + "/metrics.jsonl"), "train_loss"), by_step(dir / (b + "/metrics.jsonl"), "train_loss"));
+    EXPECT_EQ(test::by_step(dir / (a + "/metrics.jsonl"), "grad_norm"), test::by_step(dir / (b + "/metrics.jsonl"), "grad_norm"));
+    EXPECT_EQ(test::by_step(dir / (a + "/metrics.jsonl"), "eval_loss"), test::by_step(dir / (b + "/metrics.jsonl"), "eval_loss"));
+    EXPECT_EQ(test::by_step(dir / (a + "/metrics.jsonl"), "train_loss"), test::by_step(dir / (b + "/metrics.jsonl"), "train_loss"));
     std::string wa = test::read_file(dir / (a + "/model.safetensors"));
     EXPECT_FALSE(wa.empty());
     EXPECT_TRUE(wa == test::read_file(dir / (b + "/model.safetensors"))) << "final weights differ";
@@ -260,7 +252,7 @@ TEST_F(Checkpoint, ReduceOnPlateauAndRadamResumeBitIdentical) {
   auto second = test::run(args("split", more));
   ASSERT_EQ(second.code, 0) << second.err;
   expect_same_run("full", "split");
-  EXPECT_EQ(by_step(dir / "full/metrics.jsonl", "learning_rate"), by_step(dir / "split/metrics.jsonl", "learning_rate"));
+  EXPECT_EQ(test::by_step(dir / "full/metrics.jsonl", "learning_rate"), test::by_step(dir / "split/metrics.jsonl", "learning_rate"));
   json at8 = json::parse(test::read_file(dir / "split/checkpoint-8/scheduler.json"));
   EXPECT_EQ(at8, json::parse(test::read_file(dir / "full/checkpoint-8/scheduler.json")));
   // Bad evaluations at steps 4, 6, 8, ...: a cut every second one (patience 1) from step 6 on.
@@ -276,7 +268,7 @@ TEST_F(Checkpoint, KeepLastRotatesButKeepsTheBest) {
                      "'scheduler={name: constant}' optimizer.lr=0.03";
   auto r = test::run(args("run", more));
   ASSERT_EQ(r.code, 0) << r.err;
-  auto evals = by_step(dir / "run/metrics.jsonl", "eval_loss");
+  auto evals = test::by_step(dir / "run/metrics.jsonl", "eval_loss");
   ASSERT_EQ(evals.size(), 10u);
   int64_t best = std::min_element(evals.begin(), evals.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
   std::vector<std::string> expect{"checkpoint-10", "checkpoint-9", "checkpoint-best"};
@@ -293,7 +285,7 @@ TEST_F(Checkpoint, KeepLastRotatesButKeepsTheBest) {
   r = test::run(args("acc", more + " output.best_metric=accuracy output.keep_last=null"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(folders(dir / "acc").size(), 11u);
-  auto accs = by_step(dir / "acc/metrics.jsonl", "eval_accuracy");
+  auto accs = test::by_step(dir / "acc/metrics.jsonl", "eval_accuracy");
   double top = 0;
   for (auto& [_, a] : accs) top = std::max(top, a);
   EXPECT_EQ(json::parse(test::read_file(dir / "acc/checkpoint-10/trainer_state.json"))["best_metric"].get<double>(), top);
@@ -333,7 +325,7 @@ TEST_F(Checkpoint, UnfinishedCheckpointsAreNeverPicked) {
   EXPECT_EQ(fresh.out.find("Continuing training"), std::string::npos);
 
   // trainrun eval takes a checkpoint folder.
-  double acc = by_step(dir / "run/metrics.jsonl", "eval_accuracy").at(10);
+  double acc = test::by_step(dir / "run/metrics.jsonl", "eval_accuracy").at(10);
   test::eval_printing_accuracy(test::source("recipes/quickstart.yaml") + " data.max_eval_samples=500 --checkpoint " +
                                    (dir / "run/checkpoint-10"),
                                acc);

@@ -32,13 +32,6 @@ void write_round_trip_images(const std::string& dir) {
   }
 }
 
-std::map<int64_t, double> values_by_step(const std::string& metrics, const std::string& key) {
-  std::map<int64_t, double> out;
-  for (auto& l : test::read_jsonl(metrics))
-    if (l.contains(key)) out[l["step"].get<int64_t>()] = l[key].get<double>();
-  return out;
-}
-
 class ModelRoundTrip : public ::testing::TestWithParam<std::string> {
  protected:
   // 8 training images, batch 4: 2 optimizer steps per epoch, 2 epochs.
@@ -82,7 +75,7 @@ TEST_P(ModelRoundTrip, TrainSaveResumeEqualsOneRunAndTheWeightsLoad) {
   // The resumed run's metrics.jsonl starts with the checkpoint's history (steps 1-2) and goes on
   // with steps 3-4 it computed: the full run's values at every step.
   for (const char* key : {"loss", "grad_norm", "eval_loss"}) {
-    auto a = values_by_step(dir / "full/metrics.jsonl", key), b = values_by_step(dir / "split/metrics.jsonl", key);
+    auto a = test::by_step(dir / "full/metrics.jsonl", key), b = test::by_step(dir / "split/metrics.jsonl", key);
     EXPECT_TRUE(b.count(4)) << key;
     EXPECT_EQ(a, b) << key;
   }
@@ -91,7 +84,7 @@ TEST_P(ModelRoundTrip, TrainSaveResumeEqualsOneRunAndTheWeightsLoad) {
   EXPECT_TRUE(weights == test::read_file(dir / "split/model.safetensors")) << "final weights differ";
 
   // The saved weights load into a fresh model (strict keys and shapes) and evaluate as the run did.
-  double accuracy = values_by_step(dir / "full/metrics.jsonl", "eval_accuracy").rbegin()->second;
+  double accuracy = test::by_step(dir / "full/metrics.jsonl", "eval_accuracy").rbegin()->second;
   test::eval_printing_accuracy((dir / "recipe.yaml") + " --checkpoint " + (dir / "full/model.safetensors") + " " +
                                model_override(), accuracy);
 }
