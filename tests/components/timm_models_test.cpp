@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -76,8 +77,15 @@ std::vector<std::string> reference_models() {
 
 class TimmModels : public ::testing::TestWithParam<std::string> {
  protected:
-  // One intra-op thread, as timm_ref.py runs: the same kernels then sum in the same order.
+  // One intra-op thread and oneDNN capped at AVX2, as timm_ref.py runs: the same kernels then sum
+  // in the same order. oneDNN picks its convolution kernels by the CPU's instruction set; its
+  // AVX-512 kernels block the channels by 16 instead of 8 and so sum in another order: on an
+  // AVX-512 CPU (AMD EPYC, 2026-11-27) resnet152's logits came 1.5e-4 from the reference made on
+  // an AVX2 one, resnet101 3.5e-5; with ONEDNN_MAX_CPU_ISA=AVX2 both are 0 on LibTorch 1.13.
+  // oneDNN reads the variable once, at its first use in the process: ctest runs each test in its
+  // own process, so setting it here, before the first convolution, holds.
   void SetUp() override {
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
     threads_ = at::get_num_threads();
     at::set_num_threads(1);
     std::ifstream f(test::source("tests/data/timm/" + GetParam() + ".json"));

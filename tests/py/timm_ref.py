@@ -14,7 +14,9 @@ Debian 12's python3-torch 1.13 without huggingface_hub or safetensors). What it 
     layer_ids        timm's layer-decay layer id of each named parameter, in named_parameters()
                      order (group_parameters(model, model.group_matcher(coarse=False), reverse=True),
                      layer_max where nothing matches, as param_groups_layer_decay), num_layers
-    logits           eval-mode logits [2, 1000] for formula_weights() on formula_input(), 1 thread
+    logits           eval-mode logits [2, 1000] for formula_weights() on formula_input(), 1 thread,
+                     oneDNN capped at AVX2 (ONEDNN_MAX_CPU_ISA, set below before torch loads; its
+                     AVX-512 convolutions sum in another order: resnet152 differs by 1.5e-4)
 
 Formula weights and input use no RNG, only IEEE-exact arithmetic (multiply, add, floor), so
 LibTorch computes the same tensors from the same formula on any version (the C++ side is
@@ -38,6 +40,9 @@ import math
 import os
 import subprocess
 import sys
+
+# Before torch loads oneDNN, which reads it once (see logits above and timm_models_test.cpp).
+os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
 
 import torch
 
