@@ -1,8 +1,8 @@
 // ONNX from C++ (`trainrun export --format onnx`): the graph trace_classifier records, converted op
 // by op into an ONNX model that onnxruntime runs without trainrun, LibTorch or Python. LibTorch's
 // C++ API has no aten -> ONNX conversion (torch.onnx's symbolic functions are Python), so the op
-// table is ours (runner/export/onnx_ops.cpp); the protobuf classes and the checker are onnx's own
-// (Debian's libonnx-dev).
+// table is ours (runner/export/onnx_ops.cpp, a file per family of operators beside it); the
+// protobuf classes and the checker are onnx's own (Debian's libonnx-dev).
 //
 // The model: input `input` [batch, C, H, W] (float32, `batch` symbolic), output `logits`
 // [batch, num_classes], parameters and buffers as initializers named by their state_dict names.

@@ -1,5 +1,5 @@
 // The state of one ONNX conversion, shared by the walk over the traced graph (onnx.cpp) and the
-// conversions of the aten operators (onnx_ops.cpp): what each traced value stands for, and the
+// conversions of the aten operators (onnx_ops.h): what each traced value stands for, and the
 // ONNX nodes written so far. Internal to runner/export/onnx*.cpp, which are compiled with the
 // ONNX_NAMESPACE / ONNX_ML definitions of Debian's libonnx (CMakeLists.txt).
 #pragma once
