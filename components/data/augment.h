@@ -2,7 +2,9 @@
 // PIL's pixels (components/data/pil_ops.h). The registered transforms (color_jitter, rand_augment,
 // trivial_augment_wide, auto_augment, random_erasing, grayscale, random_grayscale, gaussian_blur,
 // random_rotation, random_affine) draw their parameters from the loader's per-example generator
-// and then call these; the tests force the draws and compare with torchvision + PIL.
+// and then call these; the tests force the draws and compare with torchvision + PIL. The ops are
+// in augment_ops.cpp, the magnitudes in augment_policy_tables.cpp, the transforms in
+// augment_{policies,colour,geometry,erasing}.cpp.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,5 +1,5 @@
-// Readers of the list-valued transform parameters, shared by transforms.cpp and augment.cpp
-// (internal to components/data).
+// Readers of the list-valued transform parameters, shared by transforms.cpp and the augment_*.cpp
+// transforms (internal to components/data).
 #pragma once
 
 #include "registry/registry.h"
