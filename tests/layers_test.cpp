@@ -36,7 +36,7 @@ const std::vector<std::vector<std::string>> kLayers = {
 
 // Code outside trainrun's library that must stay on its public headers: a plugin or a program
 // built against an installed trainrun (issue 30) sees only what cmake/public_headers.txt lists
-// (support/, registry/, components/ but two internal headers, and the Accelerator's three headers
+// (support/, registry/, components/ but the internal headers that file names, and the Accelerator's three headers
 // of runner/distributed/). Every example: each is built against the installed package by
 // tests/install/install_test.cpp.
 const std::vector<std::string> kPublicOnly = {"examples"};
