@@ -3,9 +3,11 @@ PyTorch's own reader (python3-torch's torch.jit.load, on Debian 12 and 13).
 
   torchscript_check.py models DIR NAME...
       For each NAME: loads DIR/NAME.pt with its extra files, runs it in eval mode on the tensor
-      `input` of DIR/NAME_input.safetensors, writes the output to DIR/NAME_python.safetensors and
-      prints one JSON object: {NAME: {"keys": state_dict keys in order, "extra": {file: text},
-      "training": bool}}.
+      `input` of DIR/NAME_input.safetensors with 1 and with 2 intra-op threads
+      (torch.set_num_threads), writes the outputs to DIR/NAME_python_1.safetensors and
+      DIR/NAME_python_2.safetensors and prints one JSON object: {NAME: {"keys": state_dict keys in
+      order, "extra": {file: text}, "training": bool}}. Both thread counts, because PyTorch picks
+      some convolution kernels by the thread count (see torchscript_test.cpp).
   torchscript_check.py predict MODEL.pt IMAGE...
       Classifies the images as a user would with the file alone: the preprocessing its
       preprocess.json names, built from torchvision's transforms on PIL images, then the model;
@@ -33,9 +35,11 @@ def models(folder, names):
     for name in names:
         model, extra = load(os.path.join(folder, name + ".pt"), "trainrun.json", "preprocess.json", "labels.json")
         x = st.load_file(os.path.join(folder, name + "_input.safetensors"))["input"]
-        with torch.no_grad():
-            y = model(x)
-        st.save_file({"output": y.contiguous()}, os.path.join(folder, name + "_python.safetensors"))
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            with torch.no_grad():
+                y = model(x)
+            st.save_file({"output": y.contiguous()}, os.path.join(folder, f"{name}_python_{threads}.safetensors"))
         out[name] = {"keys": list(model.state_dict().keys()), "extra": extra, "training": model.training}
     print(json.dumps(out))
 
