@@ -65,15 +65,18 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   TrainerState state;
   state.global_step = 7;
   state.max_steps = 100;
-  p.saved = checkpoints.save(p.parts, state, LoopSums{}, std::nullopt);
+  fuzz::harness_step("saving the checkpoint every input starts from",
+                     [&] { p.saved = checkpoints.save(p.parts, state, LoopSums{}, std::nullopt); });
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Parts& p = parts();
   const fs::path folder = fuzz::scratch() / "checkpoint-7";
-  fs::remove_all(folder);
-  fs::copy(p.saved, folder, fs::copy_options::recursive);
+  fuzz::harness_step("copying the saved checkpoint", [&] {
+    fs::remove_all(folder);
+    fs::copy(p.saved, folder, fs::copy_options::recursive);
+  });
   std::string input(reinterpret_cast<const char*>(data), size);
   size_t pos = 0;
   for (const char* name : {"trainer_state.json", "scheduler.json", "scaler.json", "model.safetensors"}) {
@@ -83,7 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (end > pos) fuzz::write_file(folder / name, std::string_view(input).substr(pos, end - pos));
     pos = end + 1;
   }
-  if (!input.empty() && input[0] != '\0') fs::remove(folder / kResumeFile);
+  if (!input.empty() && input[0] != '\0')
+    fuzz::harness_step("removing trainrun_state.json", [&] { fs::remove(folder / kResumeFile); });
   LoopSums sums;
   fuzz::expect_only<CheckpointError, WeightsError>([&] {
     TrainerState state = load_checkpoint(folder.string(), p.parts, sums, p.acc);

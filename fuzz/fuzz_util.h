@@ -33,10 +33,27 @@ inline const std::filesystem::path& scratch() {
   return dir;
 }
 
+// The harness's own work (writing the input, copying the fixture) failing is not the reader's
+// finding: it says so in a line of its own, `harness: ...`, before the abort libFuzzer reports as
+// a deadly signal. An exception escaping the harness's own file operations would otherwise end in
+// std::terminate: the same deadly signal, with nothing saying whose it was.
+template <class F>
+void harness_step(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "harness: %s failed: %s\n", what, e.what());
+    std::abort();
+  }
+}
+
 inline std::string write_file(const std::filesystem::path& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), std::streamsize(bytes.size()));
-  if (!out) std::abort();  // the harness itself failed (disk full): not the reader's finding
+  if (!out) {  // disk full, say
+    std::fprintf(stderr, "harness: cannot write %s (%zu bytes)\n", path.c_str(), bytes.size());
+    std::abort();
+  }
   return path.string();
 }
 

@@ -27,7 +27,7 @@ for t in "${targets[@]}"; do
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz: $t: ${runs:-?} inputs in ${seconds} s, no findings"
   else
-    echo "fuzz: $t: FINDING: $(grep -m1 -E '^(finding:|==[0-9]+==ERROR|SUMMARY)' "$log" || tail -1 "$log")"
+    echo "fuzz: $t: FINDING: $(grep -m1 -E '^(finding:|harness:|terminate called|==[0-9]+== ?ERROR|SUMMARY)' "$log" || tail -1 "$log")"
     echo "fuzz: $t: input: $(ls -t "$findings" | head -1 | sed "s|^|$findings/|"); log: $log"
     # CI's root is gone afterwards: what the target printed before it died (an exception's
     # "terminate called ...", a sanitizer's report, the stack) and the input, into CI's output.
