@@ -19,7 +19,8 @@
 namespace trainrun {
 
 template <class Base>
-struct Kind;  // specialised next to each base: `static constexpr const char* name; using Factory`
+struct Kind;  // specialised next to each base: `static constexpr const char* name` (plural: "losses"),
+             // `singular` ("loss", for messages) and `using Factory`
 
 struct EntryInfo {
   std::string name;

@@ -184,6 +184,7 @@ class Callback {
 template <>
 struct Kind<Callback> {
   static constexpr const char* name = "callbacks";
+  static constexpr const char* singular = "callback";  // in messages: "unknown callback 'x'"
   using Factory = std::function<std::shared_ptr<Callback>(const Config&)>;
 };
 

@@ -39,6 +39,7 @@ class BatchTransform {
 template <>
 struct Kind<BatchTransform> {
   static constexpr const char* name = "batch_transforms";
+  static constexpr const char* singular = "batch transform";  // in messages: "unknown batch transform 'x'"
   using Factory = std::function<std::shared_ptr<BatchTransform>(const Config&)>;
 };
 

@@ -55,6 +55,7 @@ std::vector<int64_t> class_counts(const Dataset& d, int64_t num_classes);
 template <>
 struct Kind<Dataset> {
   static constexpr const char* name = "datasets";
+  static constexpr const char* singular = "dataset";  // in messages: "unknown dataset 'x'"
   using Factory = std::function<DatasetSplits(const Config&)>;
 };
 

@@ -48,6 +48,7 @@ struct ModelInput {
 template <>
 struct Kind<Transform> {
   static constexpr const char* name = "transforms";
+  static constexpr const char* singular = "transform";  // in messages: "unknown transform 'x'"
   using Factory = std::function<std::shared_ptr<Transform>(const Config&, const ModelInput&)>;
 };
 

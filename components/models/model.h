@@ -86,6 +86,7 @@ class Classifier : public torch::nn::Module {
 template <>
 struct Kind<Classifier> {
   static constexpr const char* name = "models";
+  static constexpr const char* singular = "model";  // in messages: "unknown model 'x'"
   using Factory = std::function<std::shared_ptr<Classifier>(const Config&)>;
 };
 

@@ -36,6 +36,7 @@ using ParamGroups = std::vector<ParamGroup>;
 template <>
 struct Kind<torch::optim::Optimizer> {
   static constexpr const char* name = "optimizers";
+  static constexpr const char* singular = "optimizer";  // in messages: "unknown optimizer 'x'"
   // Gets the planned parameter groups (plan_param_groups); one torch param group each.
   using Factory = std::function<std::shared_ptr<torch::optim::Optimizer>(const Config&, const ParamGroups&)>;
 };
@@ -151,6 +152,7 @@ Warmup warmup_of(const Config& c, const ScheduleContext& ctx, bool shift);
 template <>
 struct Kind<Scheduler> {
   static constexpr const char* name = "schedulers";
+  static constexpr const char* singular = "scheduler";  // in messages: "unknown scheduler 'x'"
   using Factory = std::function<std::shared_ptr<Scheduler>(const Config&, const ScheduleContext&)>;
 };
 
@@ -179,6 +181,7 @@ std::vector<double> balanced_class_weights(const std::vector<int64_t>& counts);
 template <>
 struct Kind<Loss> {
   static constexpr const char* name = "losses";
+  static constexpr const char* singular = "loss";  // in messages: "unknown loss 'x'"
   using Factory = std::function<std::shared_ptr<Loss>(const Config&)>;
 };
 

@@ -31,7 +31,7 @@ class Loader {
   explicit Loader(std::string file) : file_(std::move(file)) {}
 
   Node transform_list(const Node& list, const std::string& path) {
-    return check_transforms<Transform>(list, path, "transform");
+    return check_transforms<Transform>(list, path);
   }
 
   Recipe load(const std::vector<std::string>& overrides) {
@@ -70,9 +70,9 @@ class Loader {
     root["train"]["loss"] = check_component<Loss>(root["train"]["loss"], "train.loss");
     for (const char* key : {"train_transforms", "eval_transforms"})
       if (!root["data"][key].IsScalar())  // eval_transforms: model is resolved with the model (pretrained.h)
-        root["data"][key] = check_transforms<Transform>(root["data"][key], std::string("data.") + key, "transform");
+        root["data"][key] = check_transforms<Transform>(root["data"][key], std::string("data.") + key);
     root["data"]["batch_transforms"] =
-        check_transforms<BatchTransform>(root["data"]["batch_transforms"], "data.batch_transforms", "batch transform");
+        check_transforms<BatchTransform>(root["data"]["batch_transforms"], "data.batch_transforms");
     expand_mixup(root["data"]);
     Node callbacks = root["callbacks"];
     for (std::size_t i = 0; i < callbacks.size(); ++i)
@@ -240,15 +240,16 @@ class Loader {
     std::string n = name.Scalar();
     if (!reg.find(n)) {
       fail(path + ".name", name,
-           "unknown " + std::string(Kind<Base>::name).substr(0, std::string(Kind<Base>::name).size() - 1) + " '" +
-               n + "'" + did_you_mean(n, reg.names()) + "; one of: " + names(reg.names()));
+           std::string("unknown ") + Kind<Base>::singular + " '" + n + "'" + did_you_mean(n, reg.names()) +
+               "; one of: " + names(reg.names()));
     }
     return check_map(node, reg.find(n)->schema, path, {"name"});
   }
 
   // A transform list: `- to_tensor`, `- normalize: {mean: model}`; resolved as `- {name: {...}}`.
   template <class Base>
-  Node check_transforms(const Node& list, const std::string& path, const std::string& what) {
+  Node check_transforms(const Node& list, const std::string& path) {
+    const std::string what = Kind<Base>::singular;
     if (!list.IsSequence()) fail(path, list, "expected a list of " + what + "s");
     const auto& reg = Registry<Base>::instance();
     Node out(YAML::NodeType::Sequence);

@@ -144,6 +144,23 @@ TEST(RecipeErrors, UnknownComponentSuggestsRegisteredName) {
             std::string::npos) << e;
 }
 
+// Each kind says its own singular (Kind<Base>::singular), not its plural less a letter ("losse").
+TEST(RecipeErrors, UnknownComponentNamesItsKindInTheSingular) {
+  TempDir dir;
+  write_file(dir / "job.yaml", "model: {name: basicnet}\ndata: {dataset: {name: mnist, root: x}}\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train.loss=nlll", "train.loss.name: unknown loss 'nlll' (did you mean 'nll'?)"},
+      {"scheduler.name=cosin", "scheduler.name: unknown scheduler 'cosin' (did you mean 'cosine'?)"},
+      {"data.dataset.name=mnst", "data.dataset.name: unknown dataset 'mnst' (did you mean 'mnist'?)"},
+      {"data.batch_transforms=[mixupp]", "data.batch_transforms[0]: unknown batch transform 'mixupp'"},
+      {"callbacks=[{name: early_stoping}]", "callbacks[0].name: unknown callback 'early_stoping'"},
+  };
+  for (const auto& [override_, message] : cases) {
+    std::string e = error_of(dir / "job.yaml", {override_});
+    EXPECT_NE(e.find(message), std::string::npos) << override_ << ": " << e;
+  }
+}
+
 TEST(RecipeErrors, MissingRequiredAndSyntax) {
   TempDir dir;
   write_file(dir / "job.yaml", "model: {name: basicnet}\ndata: {dataset: {name: mnist}}\n");
