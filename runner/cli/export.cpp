@@ -70,10 +70,15 @@ int cmd_export(const std::vector<std::string>& args, const std::string& checkpoi
   const std::string weights = export_weights(checkpoint, ema);
   JobOptions options;
   options.pretrained = false;  // the checkpoint's weights replace them
+  // The data is not read: the labels come from the run's labels.json (beside the weights or one
+  // folder up), else the outputs are numbered and num_classes: auto counts the weights' head.
+  const TensorList tensors = load_safetensors(weights);
   options.classes = run_labels(weights);
-  options.data = options.classes.empty();  // without labels.json the dataset names the classes
+  options.data = false;
+  options.weights = &tensors;
+  options.weights_source = weights;
   Job job = load_job(args, options);
-  load_state_dict(*job.model, load_safetensors(weights), weights);
+  load_state_dict(*job.model, tensors, weights);
   at::set_num_threads(int(job.threads));
   job.model->to(torch::kCPU, torch::kFloat32);
   job.model->eval();

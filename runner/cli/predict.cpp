@@ -69,10 +69,15 @@ int predict_with_recipe(const std::vector<std::string>& args, const std::string&
   std::string file = weights_file(checkpoint);
   JobOptions options;
   options.pretrained = false;
+  // The data is not read: the labels come from the run's labels.json (beside the weights or one
+  // folder up), else the outputs are numbered and num_classes: auto counts the weights' head.
+  const TensorList tensors = load_safetensors(file);
   options.classes = run_labels(file);
-  options.data = options.classes.empty();  // without labels.json the dataset names the classes
+  options.data = false;
+  options.weights = &tensors;
+  options.weights_source = file;
   Job job = load_job(args, options);
-  load_state_dict(*job.model, load_safetensors(file), file);
+  load_state_dict(*job.model, tensors, file);
   at::set_num_threads(int(job.threads));
   job.model->to(job.device);
   job.model->eval();

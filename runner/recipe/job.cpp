@@ -12,6 +12,8 @@
 
 #include <torch/torch.h>
 
+#include <fnmatch.h>
+
 #include <algorithm>
 
 namespace trainrun {
@@ -99,11 +101,35 @@ void resolve_activation_checkpointing(Job& job) {
   }
 }
 
-// The model (num_classes: auto from the data), its pretrained weights and the freeze rules.
+// num_classes: auto where neither the data nor a labels.json names the classes (predict or
+// export of a weights file alone): the output count of the classifier head in `weights`, found
+// by the model's own classifier_pattern() on a probe built with one class.
+int64_t head_outputs(Job& job, YAML::Node model_cfg, const TensorList& weights, const std::string& source) {
+  model_cfg["num_classes"] = int64_t(1);
+  std::shared_ptr<Classifier> probe;
+  try {
+    probe = Registry<Classifier>::instance().get(job.config.model).make(job.recipe.section("model"));
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("model: ") + e.what());
+  }
+  const std::string pattern = probe->classifier_pattern();
+  for (const auto& p : probe->named_parameters()) {
+    if (p.value().dim() < 2 || ::fnmatch(pattern.c_str(), p.key().c_str(), 0) != 0) continue;
+    for (const auto& [name, tensor] : weights)
+      if (name == p.key() && tensor.dim() == p.value().dim()) return tensor.size(0);
+  }
+  throw RecipeError("model.num_classes: auto: no labels.json beside " + source + " and no classifier weight ('" +
+                    pattern + "') in it to count the classes; give model.num_classes=N");
+}
+
+// The model (num_classes: auto from the data, or else from the weights that will replace it), its
+// pretrained weights and the freeze rules.
 void build_model(Job& job, const JobOptions& options) {
   YAML::Node model_cfg = job.recipe.root["model"];
   if (model_cfg["num_classes"] && model_cfg["num_classes"].Scalar() == "auto")
-    model_cfg["num_classes"] = int64_t(job.data.classes.size());
+    model_cfg["num_classes"] = job.data.classes.empty() && options.weights
+                                   ? head_outputs(job, model_cfg, *options.weights, options.weights_source)
+                                   : int64_t(job.data.classes.size());
   // Fewer outputs than classes fails only at the first batch holding a higher label (PyTorch's
   // "Target 9 is out of bounds"); more is allowed, as in a head with spare classes.
   const auto classes = int64_t(job.data.classes.size());

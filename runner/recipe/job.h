@@ -48,6 +48,10 @@ struct JobOptions {
   // labels.json) and job.data has no splits.
   bool data = true;
   std::vector<std::string> classes;
+  // The weights that will replace the model's (predict, export): without the data and without
+  // `classes`, num_classes: auto is the size of their classifier head.
+  const TensorList* weights = nullptr;
+  std::string weights_source;  // their file, for messages
   // Load model.pretrained (not when a checkpoint's weights replace it anyway).
   bool pretrained = true;
   // Download what is missing (model.pretrained from the Hub). `check` only notes what a run
