@@ -7,6 +7,7 @@
 #include "runner/recipe/preflight.h"
 
 #include <fmt/format.h>
+#include <fnmatch.h>
 
 #include <iostream>
 #include <map>
@@ -140,11 +141,90 @@ void print_values(const std::string& file, const std::vector<ValueOrigin>& value
   std::cout << "\n";
 }
 
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Parameters of the classifier head (the model's classifier_pattern): per class, when the model
+// was built with one (check without the data).
+int64_t head_parameters(const Job& job) {
+  int64_t n = 0;
+  const std::string pattern = job.model->classifier_pattern();
+  for (const auto& p : job.model->named_parameters())
+    if (::fnmatch(pattern.c_str(), p.key().c_str(), 0) == 0) n += p.value().numel();
+  return n;
+}
+
+// What does not need the data, for a recipe whose dataset is not downloaded yet: the model (with
+// a one-class head while num_classes is auto), its parameter groups, optimizer, transforms, world
+// and, with --steps-per-epoch, the scheduler over the run's length; then what waits for the data.
+int check_without_data(const std::vector<std::string>& args, JobOptions options, const std::string& deferred,
+                       bool schedule, int64_t steps_per_epoch) {
+  options.data = false;
+  options.placeholder_classes = 1;
+  Recipe recipe = load_recipe_of(args);
+  const YAML::Node written = recipe.root["model"]["num_classes"];
+  const bool auto_classes = written && written.IsScalar() && written.Scalar() == "auto";
+  Job job = build_job(std::move(recipe), options);
+  if (auto_classes) job.recipe.root["model"]["num_classes"] = "auto";  // the one class is a stand-in
+  const RunConfig& c = job.config;
+  std::shared_ptr<torch::optim::Optimizer> optimizer;
+  try {
+    optimizer = build_optimizer(job);
+  } catch (const c10::Error& e) {
+    throw RecipeError("optimizer: " + first_line(e.what_without_backtrace()));
+  }
+  const int64_t total = steps_per_epoch * c.train.epochs;
+  std::shared_ptr<Scheduler> scheduler;
+  if (steps_per_epoch > 0) {
+    try {
+      scheduler = build_scheduler(job, *optimizer, total, steps_per_epoch);
+    } catch (const c10::Error& e) {
+      throw RecipeError("scheduler: " + first_line(e.what_without_backtrace()));
+    }
+  }
+  if (schedule) {
+    if (!scheduler)
+      throw RecipeError("check --schedule: the run's length needs the data (" + deferred +
+                        "); give --steps-per-epoch N, or `trainrun check --download`");
+    print_schedule(job, *optimizer, *scheduler, total);
+    return 0;
+  }
+  std::cout << "note: " << deferred << "\n";
+  std::cout << "# resolved recipe (" << job.recipe.file << "), before the data\n" << job.recipe.dump() << "\n";
+  const int64_t head = head_parameters(job);
+  std::cout << "model: " << c.model << ", " << thousands(job.total_parameters()) << " parameters, "
+            << thousands(job.trainable_parameters()) << " trainable";
+  if (auto_classes)
+    std::cout << ", with a one-class head (num_classes: auto: the data names the classes; each class adds "
+              << thousands(head) << " parameters to " << job.model->classifier_pattern() << ")";
+  std::cout << "\n";
+  std::cout << "data: " << c.data.dataset << ", not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
+  print_transforms("train transforms", job.recipe.root["data"]["train_transforms"], "");
+  if (job.eval_transforms_pending)
+    std::cout << "eval transforms: model, from the weights' config.json, not downloaded yet: a run fetches it first "
+                 "(or `trainrun check --download`)\n";
+  else
+    print_transforms("eval transforms", job.recipe.root["data"]["eval_transforms"], job.eval_transforms_from);
+  const int64_t world = c.world.world_size(), nproc = c.world.nproc_per_node, nnodes = c.world.nnodes;
+  if (steps_per_epoch > 0)
+    std::cout << "steps per epoch: " << steps_per_epoch << " (given), total " << total << " optimizer steps\n";
+  std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
+            << (nproc > 1 ? "es" : "") << ", backend " << c.world.backend << ", " << job.threads
+            << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
+  if (auto_classes) std::cout << "parameter groups (one-class head):\n";
+  print_param_groups(job);
+  for (auto& note : job.notes) std::cout << "note: " << note << "\n";
+  std::cout << "needs the data: the classes" << (auto_classes ? " (num_classes)" : "")
+            << ", the splits and their class counts, " << (steps_per_epoch > 0 ? "" : "steps per epoch and the schedule (or --steps-per-epoch N), ")
+            << "one example through each pipeline" << (world > 1 ? ", enough examples for " + std::to_string(world) + " processes" : "")
+            << "\n";
+  return 0;
+}
+
 }  // namespace
 
-// Without --download nothing is fetched: what a run would download is a note, and a dataset not
-// here yet ends the report early (its classes cannot be counted).
-int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download) {
+// Without --download nothing is fetched: what a run would download is a note, and for a dataset
+// not here yet the report covers what does not need it (check_without_data).
+int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download, int64_t steps_per_epoch) {
   JobOptions options;
   options.download = download;
   Job job;
@@ -154,11 +234,16 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
     if (origin) loaded = recipe_values(recipe);
     job = build_job(std::move(recipe), options);
   } catch (const DownloadDeferred& e) {
-    if (origin) print_values(args[0], loaded);  // as written: the `auto` values wait for the data
-    std::cout << "note: " << e.what() << "\n"
-              << "data: not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
-    return 0;
+    if (origin) {
+      print_values(args[0], loaded);  // as written: the `auto` values wait for the data
+      std::cout << "note: " << e.what() << "\n"
+                << "data: not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
+      return 0;
+    }
+    return check_without_data(args, options, e.what(), schedule, steps_per_epoch);
   }
+  if (steps_per_epoch > 0)
+    job.notes.push_back("--steps-per-epoch " + std::to_string(steps_per_epoch) + " ignored: the data gives the run's length");
   const RunConfig& c = job.config;
   int64_t batch = c.data.batch_size, accum = c.train.grad_accum_steps;
   int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes, world = c.world.world_size();

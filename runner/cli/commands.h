@@ -27,7 +27,7 @@ struct TrainState {
 
 // `trainrun RECIPE.yaml [overrides]`; `argv` relaunches us as the workers.
 int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state);
-int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download);
+int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download, int64_t steps_per_epoch);
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint);
 // `args` is `RECIPE [overrides] [IMAGE...]`, or only images with `exported` (--model); `images`
 // are those given with --images.

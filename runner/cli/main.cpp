@@ -36,6 +36,7 @@ struct Options {
   bool origin = false;
   bool download = false;
   int64_t top_k = 5;
+  int64_t steps_per_epoch = 0;
   CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *exporter = nullptr, *list = nullptr, *describe = nullptr;
 };
 
@@ -49,6 +50,9 @@ void add_commands(CLI::App& app, Options& o) {
                     "default, auto)");
   o.check->add_flag("--download", o.download,
                     "fetch what the run would download (datasets with download: true, Hub weights) first");
+  o.check->add_option("--steps-per-epoch", o.steps_per_epoch,
+                      "optimizer steps per epoch, for the schedule of a recipe whose data is not downloaded yet")
+      ->check(CLI::PositiveNumber);
   o.eval = app.add_subcommand("eval", "evaluate a checkpoint folder or .safetensors file on the eval split");
   o.eval->add_option("recipe", o.eval_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.eval->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file")->required();
@@ -74,7 +78,7 @@ void add_commands(CLI::App& app, Options& o) {
 int run_command(const CLI::App& app, const Options& o, const std::vector<std::string>& argv, TrainState& state) {
   if (*o.list) return cmd_list(o.kind);
   if (*o.describe) return cmd_describe(o.component);
-  if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download);
+  if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download, o.steps_per_epoch);
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
   if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);

@@ -127,9 +127,9 @@ int64_t head_outputs(Job& job, YAML::Node model_cfg, const TensorList& weights, 
 void build_model(Job& job, const JobOptions& options) {
   YAML::Node model_cfg = job.recipe.root["model"];
   if (model_cfg["num_classes"] && model_cfg["num_classes"].Scalar() == "auto")
-    model_cfg["num_classes"] = job.data.classes.empty() && options.weights
-                                   ? head_outputs(job, model_cfg, *options.weights, options.weights_source)
-                                   : int64_t(job.data.classes.size());
+    model_cfg["num_classes"] = !job.data.classes.empty() ? int64_t(job.data.classes.size())
+                               : options.weights ? head_outputs(job, model_cfg, *options.weights, options.weights_source)
+                                                 : options.placeholder_classes;
   // Fewer outputs than classes fails only at the first batch holding a higher label (PyTorch's
   // "Target 9 is out of bounds"); more is allowed, as in a head with spare classes.
   const auto classes = int64_t(job.data.classes.size());

@@ -52,6 +52,9 @@ struct JobOptions {
   // `classes`, num_classes: auto is the size of their classifier head.
   const TensorList* weights = nullptr;
   std::string weights_source;  // their file, for messages
+  // Without the data, `classes` or `weights` (check of a recipe whose dataset is not downloaded):
+  // num_classes: auto builds the model with this many, > 0.
+  int64_t placeholder_classes = 0;
   // Load model.pretrained (not when a checkpoint's weights replace it anyway).
   bool pretrained = true;
   // Download what is missing (model.pretrained from the Hub). `check` only notes what a run
