@@ -7,11 +7,14 @@
 # calls bound to libstdc++ copies torch exports (pytorch#133437). So the tree made here is:
 #   libtorch/include/{torch,ATen,c10,caffe2}   copies of Debian's headers
 #   libtorch/include/fmt                        fmt's headers, as archives ship them
+#   libtorch/include/google/protobuf            protobuf's header names, as archives ship them (of
+#                                              another version); here each one is an #error, so the
+#                                              ONNX sources compile only if the system's come first
 #   libtorch/lib/lib*.so*                       links to Debian's libraries
 #   libtorch/share/cmake/{Torch,Caffe2,ATen}    Debian's CMake files, their paths made relative to
 #                                              the tree (no /usr/include, no x86_64-linux-gnu)
 # then it configures build-archive/ against it (CMAKE_PREFIX_PATH=libtorch, the other -dev packages
-# from the system), builds the binary, and checks: the fmt branch of CMakeLists.txt was taken,
+# from the system), builds the binary, and checks: the fmt and protobuf branches of CMakeLists.txt were taken,
 # libstdc++.so.6 is the binary's first DT_NEEDED, libtorch_cpu comes from the tree, and a short
 # quickstart run rotates checkpoints (keep_last 1), resumes, evaluates and exports.
 #   usage: scripts/archive-layout-check.sh            (BUILD_DIR=build-archive, JOBS=nproc)
@@ -28,6 +31,10 @@ fail() { echo "archive-layout-check: $*" >&2; exit 1; }
 rm -rf "$T"
 mkdir -p "$T/include" "$T/lib" "$T/share/cmake"
 for d in torch ATen c10 caffe2 fmt; do cp -r /usr/include/$d "$T/include/"; done
+(cd /usr/include && find google/protobuf -name '*.h' -o -name '*.inc') | while read -r h; do
+  mkdir -p "$T/include/$(dirname "$h")"
+  echo "#error \"$h: the archive's protobuf header was used, not the system's (CMakeLists.txt, system_protobuf)\"" >"$T/include/$h"
+done
 for f in $DEB/lib{torch,torch_cpu,torch_global_deps,c10,shm}.so*; do ln -s "$f" "$T/lib/"; done
 for d in Torch Caffe2 ATen; do cp -r $DEB/cmake/$d "$T/share/cmake/"; done
 # Debian's files sit one folder deeper (lib/x86_64-linux-gnu/cmake/X) than an archive's
@@ -47,6 +54,7 @@ cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$T" 
 grep -q "^TORCH_INSTALL_PREFIX:.*=$T" "$B/CMakeCache.txt" 2>/dev/null ||
   grep -q "Torch_DIR:PATH=$T/share/cmake/Torch" "$B/CMakeCache.txt" || fail "CMake did not take Torch from $T"
 [ -L "$B/system_fmt/fmt" ] || fail "CMakeLists.txt's branch for a LibTorch with its own fmt was not taken"
+[ -L "$B/system_protobuf/google" ] || fail "CMakeLists.txt's branch for a LibTorch with its own protobuf was not taken"
 cmake --build "$B" -j"$JOBS" --target trainrun >"$B/build.log" 2>&1 || { tail -40 "$B/build.log"; fail "build failed"; }
 echo "archive-layout-check: configured and built in $((SECONDS - t)) s"
 

@@ -25,7 +25,7 @@
 # Extra arguments go to the compiler (e.g. -I/usr/local/cuda/include for a CUDA archive).
 # Debian's own torch headers also sit in /usr/include, so a header missing from INCLUDE_DIR would
 # silently come from there: a file that takes from /usr/include anything INCLUDE_DIR also has
-# (torch/, c10/, gloo/, cuda_runtime_api.h, ...; fmt aside) counts as an error.
+# (torch/, c10/, gloo/, cuda_runtime_api.h, ...; fmt and protobuf's google/ aside, taken from Debian on purpose) counts as an error.
 #
 # Prints "ok FILE" or "error FILE: first error" per file, then a summary with how many of the
 # project's translation units were checked; exits 1 on any error, and when a source has no compile
@@ -137,21 +137,23 @@ else:
     say("LibTorch's definitions: the build's own (no CMake config of the checked LibTorch found; "
         "TORCH_CMAKE_DIR=... names one)")
 
-# LibTorch 2.x trees ship fmt headers of their own; Debian's spdlog needs Debian's fmt, so a link
-# to it goes first, as CMakeLists.txt does for a real build against such a tree.
+# LibTorch 2.x trees ship fmt headers of their own (Debian's spdlog needs Debian's fmt), archives
+# protobuf's too (onnx's headers and libprotobuf here are Debian's): a link to Debian's goes first,
+# as CMakeLists.txt does for a real build against such a tree.
 system_fmt = []
-if inc != "/usr/include" and os.path.exists(os.path.join(inc, "fmt/core.h")):
-    os.makedirs(os.path.join(work, "system_fmt"), exist_ok=True)
-    link = os.path.join(work, "system_fmt", "fmt")
-    if not os.path.islink(link):
-        os.symlink("/usr/include/fmt", link)
-    system_fmt = ["-isystem" + os.path.join(work, "system_fmt")]
+for name, probe in (("fmt", "fmt/core.h"), ("google", "google/protobuf/message.h")):
+    if inc != "/usr/include" and os.path.exists(os.path.join(inc, probe)):
+        os.makedirs(os.path.join(work, "system_fmt"), exist_ok=True)
+        link = os.path.join(work, "system_fmt", name)
+        if not os.path.islink(link):
+            os.symlink("/usr/include/" + name, link)
+        system_fmt = ["-isystem" + os.path.join(work, "system_fmt")]
 
 # What INCLUDE_DIR has must not come from /usr/include (fmt is taken from there on purpose).
 with open(os.path.join(work, "leaks"), "w") as f:
     if inc != "/usr/include":
         for name in sorted(os.listdir(inc)):
-            if name != "fmt" and os.path.exists(os.path.join("/usr/include", name)):
+            if name not in ("fmt", "google") and os.path.exists(os.path.join("/usr/include", name)):
                 tail = "/" if os.path.isdir(os.path.join(inc, name)) else "$"
                 f.write("^/usr/include/" + re.escape(name) + tail + "\n")
 
