@@ -97,6 +97,12 @@ std::unique_ptr<R> construct_reducer(std::vector<at::Tensor> params, std::vector
     return std::make_unique<R>(std::move(params), std::move(buckets), limits, std::move(group), std::move(sparse),
                                cap, find_unused, as_view, std::move(names), first_cap);
   } else if constexpr (std::is_constructible_v<R, Params, Buckets, Group, Sparse, int64_t, bool, bool, Names,
+                                               int64_t>) {
+    // As 2.7: per_bucket_size_limits gone (the Reducer computes the limits), no new flags yet.
+    // Found by scripts/check-libtorch.sh against 2.7.1's headers (2026-11-27).
+    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(group), std::move(sparse), cap,
+                               find_unused, as_view, std::move(names), first_cap);
+  } else if constexpr (std::is_constructible_v<R, Params, Buckets, Group, Sparse, int64_t, bool, bool, Names,
                                                int64_t, bool, bool>) {
     // As 2.8: the Reducer recomputes the limits; DDP's defaults for the two new flags.
     return std::make_unique<R>(std::move(params), std::move(buckets), std::move(group), std::move(sparse), cap,

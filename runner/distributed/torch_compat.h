@@ -11,10 +11,10 @@
 //          | store, rank, size, ProcessGroup::Options(name, timeout))  |
 //          | holds them: setBackend(DeviceType, BackendType, backend); |
 //          | the default backend comes from Options::backend.          |
-// 2.6-2.7  | ProcessGroup::Options is gone: ProcessGroup(store, rank,  | same (limits by const&)
-// (2.6:    | size), then setDefaultBackend(BackendType).               |
-//  Debian  |                                                          |
-//  13)     |                                                          |
+// 2.6-2.7  | ProcessGroup::Options is gone: ProcessGroup(store, rank,  | 2.6: same (limits by const&)
+// (2.6:    | size), then setDefaultBackend(BackendType).               | 2.7: no per_bucket_size_limits
+//  Debian  |                                                          |  (2.7.1's reducer.hpp, compiled
+//  13)     |                                                          |  by check-libtorch 2026-11-27)
 // 2.8      | same                                                     | no per_bucket_size_limits;
 //          |                                                          |  + skip_all_reduce_unused_params,
 //          |                                                          |  + use_python_reducer
@@ -35,9 +35,10 @@
 // 2.14.0; the 2.0/2.1 ProcessGroup API and _new_process_group_helper are those of 2.2. The Options
 // removal is pytorch#132931 (relanded as #135653 on 2024-09-12, after the 2.5 branch cut of
 // 2024-09-09); the 2.8 Reducer arguments are pytorch#151503 and #152735 (April-May 2025);
-// bucket_bytes_cap_list is pytorch#169026 (November 2025). The Reducer of 2.7 and of 2.9-2.13 was
-// not read: from 2.7 on, the constructor is picked by its signature (the three known ones), and a
-// fourth fails to compile with a message. Debian 12's 1.13.1 and Debian 13's 2.6.0 are built and
+// bucket_bytes_cap_list is pytorch#169026 (November 2025). The Reducer of 2.9-2.13 was not read:
+// from 2.7 on, the constructor is picked by its signature (the four known ones), and a fifth
+// fails to compile with a message. (2.7's was assumed to be 2.6's until its headers were checked:
+// the message fired, 2026-11-27.) Debian 12's 1.13.1 and Debian 13's 2.6.0 are built and
 // tested (README, "Tested on").
 #pragma once
 
