@@ -101,11 +101,11 @@ def consumer_definitions(cmake_dir):
     config = open(os.path.join(cmake_dir, "Torch", "TorchConfig.cmake")).read()
     m = re.search(r'set\(TORCH_CXX_FLAGS "([^"]*)"\)', config)
     cxx = m.group(1).split() if m else []
-    # "-D_GLIBCXX_USE_CXX11_ABI=" (no value: a LibTorch built without the setting, as one vendored
-    # 2.3.0 tree is) breaks libstdc++'s `#if _GLIBCXX_USE_CXX11_ABI`; a build would fail on it too.
+    # "-D_GLIBCXX_USE_CXX11_ABI=" (no value) is what macOS builds write (libc++ has no such
+    # setting: the 2.3.0 archive and the 2.7.1 wheel checked); with libstdc++ its `#if` fails.
     if "-D_GLIBCXX_USE_CXX11_ABI=" in cxx:
-        say(f"{cmake_dir}: TORCH_CXX_FLAGS defines _GLIBCXX_USE_CXX11_ABI with no value (a build against "
-            "it fails in libstdc++'s c++config.h); left out here")
+        say(f"{cmake_dir}: TORCH_CXX_FLAGS defines _GLIBCXX_USE_CXX11_ABI with no value (a macOS build's; "
+            "libstdc++'s c++config.h fails on it); left out here")
         cxx.remove("-D_GLIBCXX_USE_CXX11_ABI=")
     return list(dict.fromkeys(flags + cxx))
 
