@@ -141,6 +141,24 @@ void print_values(const std::string& file, const std::vector<ValueOrigin>& value
   std::cout << "\n";
 }
 
+// The train and eval transforms, one per line (`eval_transforms: model` not fetched yet: said so).
+void print_pipelines(const Job& job) {
+  print_transforms("train transforms", job.recipe.root["data"]["train_transforms"], "");
+  if (job.eval_transforms_pending)
+    std::cout << "eval transforms: model, from the weights' config.json, not downloaded yet: a run fetches it first "
+                 "(or `trainrun check --download`)\n";
+  else
+    print_transforms("eval transforms", job.recipe.root["data"]["eval_transforms"], job.eval_transforms_from);
+}
+
+void print_world(const Job& job) {
+  const RunConfig& c = job.config;
+  const int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes;
+  std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
+            << (nproc > 1 ? "es" : "") << ", backend " << c.world.backend << ", " << job.threads
+            << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
+}
+
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Parameters of the classifier head (the model's classifier_pattern): per class, when the model
@@ -198,18 +216,11 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
               << thousands(head) << " parameters to " << job.model->classifier_pattern() << ")";
   std::cout << "\n";
   std::cout << "data: " << c.data.dataset << ", not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
-  print_transforms("train transforms", job.recipe.root["data"]["train_transforms"], "");
-  if (job.eval_transforms_pending)
-    std::cout << "eval transforms: model, from the weights' config.json, not downloaded yet: a run fetches it first "
-                 "(or `trainrun check --download`)\n";
-  else
-    print_transforms("eval transforms", job.recipe.root["data"]["eval_transforms"], job.eval_transforms_from);
-  const int64_t world = c.world.world_size(), nproc = c.world.nproc_per_node, nnodes = c.world.nnodes;
+  print_pipelines(job);
+  const int64_t world = c.world.world_size();
   if (steps_per_epoch > 0)
     std::cout << "steps per epoch: " << steps_per_epoch << " (given), total " << total << " optimizer steps\n";
-  std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
-            << (nproc > 1 ? "es" : "") << ", backend " << c.world.backend << ", " << job.threads
-            << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
+  print_world(job);
   if (auto_classes) std::cout << "parameter groups (one-class head):\n";
   print_param_groups(job);
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";
@@ -246,7 +257,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
     job.notes.push_back("--steps-per-epoch " + std::to_string(steps_per_epoch) + " ignored: the data gives the run's length");
   const RunConfig& c = job.config;
   int64_t batch = c.data.batch_size, accum = c.train.grad_accum_steps;
-  int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes, world = c.world.world_size();
+  const int64_t world = c.world.world_size();
   // What a run checks before it starts: optimizer, scheduler, one example through each pipeline.
   RunLength length = preflight(job, world);
   check_resume_fits(job);
@@ -269,17 +280,10 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   std::cout << "  train class counts: " << class_counts_line(*job.data.train, job.data.classes) << "\n";
   std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts_line(*job.data.eval, job.data.classes)
             << "\n";
-  print_transforms("train transforms", job.recipe.root["data"]["train_transforms"], "");
-  if (job.eval_transforms_pending)
-    std::cout << "eval transforms: model, from the weights' config.json, not downloaded yet: a run fetches it first "
-                 "(or `trainrun check --download`)\n";
-  else
-    print_transforms("eval transforms", job.recipe.root["data"]["eval_transforms"], job.eval_transforms_from);
+  print_pipelines(job);
   std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"
             << (world > 1 ? "es" : "") << (accum > 1 ? " x " + std::to_string(accum) + " accumulated" : "") << "), total " << total << " optimizer steps\n";
-  std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
-            << (nproc > 1 ? "es" : "") << ", backend " << c.world.backend << ", " << job.threads
-            << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
+  print_world(job);
   print_param_groups(job);
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";
   return 0;
