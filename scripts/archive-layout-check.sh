@@ -43,12 +43,19 @@ sed -i 's#/\.\./\.\./\.\./\.\./"#/../../../"#' "$T/share/cmake/Torch/TorchConfig
 sed -i 's#${_IMPORT_PREFIX}/\.\./include#${_IMPORT_PREFIX}/include#' "$T/share/cmake/Caffe2/Caffe2Targets.cmake"
 sed -i 's#${_IMPORT_PREFIX}/x86_64-linux-gnu/#${_IMPORT_PREFIX}/lib/#' "$T/share/cmake/Caffe2/Caffe2Targets-relwithdebinfo.cmake"
 sed -i 's#"/usr/include/ATen"#"${CMAKE_CURRENT_LIST_DIR}/../../../include/ATen"#' "$T/share/cmake/ATen/ATenConfig.cmake"
+# Archives and wheels link protobuf into libtorch_cpu (CAFFE2_LINK_LOCAL_PROTOBUF: their
+# Caffe2Config.cmake reads "# Protobuf / if(ON)", checked on the 2.14.0 archive and 2.6.0 wheel
+# trees), so finding Torch does not look for protobuf; Debian's looks for the system's.
+sed -i '/^# Protobuf$/{n;s/^if(OFF)$/if(ON)/}' "$T/share/cmake/Caffe2/Caffe2Config.cmake"
+grep -A1 '^# Protobuf$' "$T/share/cmake/Caffe2/Caffe2Config.cmake" | grep -q '^if(ON)$' ||
+  fail "the tree's Caffe2Config.cmake still looks for protobuf"
 if grep -rln 'x86_64-linux-gnu\|/usr/include\|\.\./\.\./\.\./\.\./' "$T/share/cmake"; then
   fail "a Debian path is left in the tree's CMake files (above)"
 fi
 
 # ---- configure and build -----------------------------------------------------------------------
 t=$SECONDS
+rm -f "$B/CMakeCache.txt"  # configured afresh, as on a clean clone (a cached find hid a failure once)
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$T" -DTRAINRUN_BUILD_TESTS=OFF \
   >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; fail "configure failed"; }
 grep -q "^TORCH_INSTALL_PREFIX:.*=$T" "$B/CMakeCache.txt" 2>/dev/null ||
