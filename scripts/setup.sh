@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages trainrun builds and runs with (and, with --test, what the tests
-# compare against; with --sanitize, that and clang for the sanitizer and fuzzing builds). Quick
-# when everything is already there.
+# compare against; with --sanitize, that and clang for the sanitizer and fuzzing builds; with
+# --docs, mkdocs, Chromium and matplotlib for the documentation site). Quick when everything is
+# already there.
 set -euo pipefail
 # Debian 12 (bookworm) and 13 (trixie) name a few packages differently; a release without a
 # VERSION_ID (testing, sid) is taken as 13 or later.
@@ -29,6 +30,17 @@ if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ]; then
   # which Debian packages from 13 on (tests/py/onnx_check.py).
   packages+=(python3-onnx)
   [ "$release" -ge 13 ] && packages+=(python3-onnxruntime)
+fi
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--sanitize" ] || [ "${1:-}" = "--docs" ]; then
+  # The documentation site (docs/, mkdocs.yml): every page is built with `mkdocs build --strict`
+  # by the suite (tests/docs/), so the tests need mkdocs and its theme (pure Python, small).
+  packages+=(mkdocs mkdocs-material python3-pymdownx)
+fi
+if [ "${1:-}" = "--docs" ]; then
+  # make docs / make docs-check: the site opened in a real browser (headless Chromium, driven over
+  # the DevTools protocol with python3-websocket: tests/docs/browser_check.py) and the benchmark
+  # plots (bench/plot.py, matplotlib).
+  packages+=(chromium python3-websocket python3-matplotlib)
 fi
 if [ "${1:-}" = "--sanitize" ]; then
   # Sanitizer builds and libFuzzer (make test-asan, test-tsan, fuzz): clang and its runtimes.
