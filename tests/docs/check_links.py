@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Checks a built documentation site (Docs.SiteBuildsStrict runs it).
+
+usage: check_links.py SOURCE_DIR SITE_DIR
+
+- every page under SOURCE_DIR/docs is in mkdocs.yml's nav (mkdocs 1.4 only logs an INFO line
+  for a page left out, which --strict lets pass);
+- every relative link in the built HTML names a file of the site, and its #anchor an id in it
+  (mkdocs 1.4 does not check anchors at all);
+- nothing a page loads comes from another machine: no script, stylesheet, image, font or
+  iframe with an http(s):// or protocol-relative address.
+Prints one line per problem and exits 1 when there is any.
+"""
+import os
+import sys
+from html.parser import HTMLParser
+from urllib.parse import unquote, urlsplit
+
+import yaml
+
+
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids, self.links, self.loads = set(), [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("name"):
+            self.ids.add(a["name"])
+        if tag == "a" and a.get("href") is not None:
+            self.links.append(a["href"])
+        for key in ("src", "href"):
+            if key in a and a[key] and tag in ("script", "img", "iframe", "link", "source", "video", "audio"):
+                if tag == "link" and not set((a.get("rel") or "").split()) & {"stylesheet", "icon", "preload", "modulepreload", "prefetch", "preconnect", "dns-prefetch", "manifest"}:
+                    continue
+                self.loads.append((tag, a[key]))
+
+
+def nav_files(nav):
+    for item in nav:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for value in item.values():
+                if isinstance(value, str):
+                    yield value
+                else:
+                    yield from nav_files(value)
+
+
+def yaml_loader():
+    # mkdocs.yml may carry tags such as !relative or !ENV; they do not matter here.
+    class Loader(yaml.SafeLoader):
+        pass
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return Loader
+
+
+def main(source, site):
+    problems = []
+    config = yaml.load(open(os.path.join(source, "mkdocs.yml")), Loader=yaml_loader())
+    docs = os.path.join(source, config.get("docs_dir", "docs"))
+    in_nav = set(nav_files(config["nav"]))
+    for root, _, files in os.walk(docs):
+        for name in files:
+            if name.endswith(".md"):
+                page = os.path.relpath(os.path.join(root, name), docs)
+                if page not in in_nav:
+                    problems.append(f"{page}: not in mkdocs.yml's nav")
+
+    pages = {}
+    for root, _, files in os.walk(site):
+        for name in files:
+            if name.endswith(".html"):
+                path = os.path.join(root, name)
+                p = Page()
+                p.feed(open(path, encoding="utf-8").read())
+                pages[os.path.normpath(path)] = p
+    for path, page in sorted(pages.items()):
+        where = os.path.relpath(path, site)
+        for tag, url in page.loads:
+            if url.startswith(("http:", "https:", "//")):
+                problems.append(f"{where}: <{tag}> loads {url} from another machine")
+        if where == "404.html":
+            continue  # its links are absolute to the site's root, by design
+        for href in page.links:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:")):
+                continue
+            target = path if not parts.path else os.path.normpath(os.path.join(os.path.dirname(path), unquote(parts.path)))
+            if os.path.isdir(target):
+                target = os.path.join(target, "index.html")
+            if not os.path.exists(target):
+                problems.append(f"{where}: link {href}: no such file in the site")
+                continue
+            if parts.fragment and target in pages and unquote(parts.fragment) not in pages[target].ids:
+                problems.append(f"{where}: link {href}: no anchor #{parts.fragment} in {os.path.relpath(target, site)}")
+    for line in problems:
+        print(line)
+    print(f"check_links: {len(pages)} pages, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1], sys.argv[2]))
