@@ -12,11 +12,11 @@ usage: check_links.py SOURCE_DIR SITE_DIR
 Prints one line per problem and exits 1 when there is any.
 """
 import os
+import re
 import sys
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
-import yaml
 
 
 class Page(HTMLParser):
@@ -39,31 +39,33 @@ class Page(HTMLParser):
                 self.loads.append((tag, a[key]))
 
 
-def nav_files(nav):
-    for item in nav:
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, dict):
-            for value in item.values():
-                if isinstance(value, str):
-                    yield value
-                else:
-                    yield from nav_files(value)
+def nav_files(config_text):
+    """The .md files mkdocs.yml's nav names (read as text: PyYAML need not be on this python)."""
+    nav, files = False, set()
+    for line in config_text.splitlines():
+        if re.match(r"^nav:", line):
+            nav = True
+        elif nav and re.match(r"^\S", line):
+            nav = False
+        elif nav:
+            m = re.search(r"(?:-|:)\s*([\w./-]+\.md)\s*$", line)
+            if m:
+                files.add(m.group(1))
+    return files
 
 
-def yaml_loader():
-    # mkdocs.yml may carry tags such as !relative or !ENV; they do not matter here.
-    class Loader(yaml.SafeLoader):
-        pass
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-    return Loader
+def setting(config_text, key, default):
+    m = re.search(r"^%s:\s*(\S+)" % key, config_text, re.M)
+    return m.group(1) if m else default
 
 
 def main(source, site):
     problems = []
-    config = yaml.load(open(os.path.join(source, "mkdocs.yml")), Loader=yaml_loader())
-    docs = os.path.join(source, config.get("docs_dir", "docs"))
-    in_nav = set(nav_files(config["nav"]))
+    config = open(os.path.join(source, "mkdocs.yml"), encoding="utf-8").read()
+    docs = os.path.join(source, setting(config, "docs_dir", "docs"))
+    in_nav = nav_files(config)
+    if not in_nav:
+        problems.append("mkdocs.yml: no nav found")
     for root, _, files in os.walk(docs):
         for name in files:
             if name.endswith(".md"):
