@@ -18,10 +18,8 @@ namespace {
 void print_schema(const Schema& schema) {
   if (schema.params().empty()) std::cout << "  (no parameters)\n";
   for (auto& p : schema.params()) {
-    std::string type = type_name(p.type);
-    for (auto& w : p.choices) type += " | " + w;
     std::string range = p.range_text();
-    std::cout << "  " << p.name << "  (" << type << ", default " << p.default_text()
+    std::cout << "  " << p.name << "  (" << type_text(p) << ", default " << p.default_text()
               << (range.empty() ? "" : ", " + range) << ")\n      " << p.doc << "\n";
   }
 }
@@ -49,6 +47,12 @@ std::string pretrained_config(const std::string& name) {
 
 }  // namespace
 
+std::string type_text(const Param& p) {
+  std::string type = type_name(p.type);
+  for (auto& w : p.choices) type += " | " + w;
+  return type;
+}
+
 int cmd_list(const std::string& kind) {
   bool found = false;
   for (auto& [name, view] : kinds()) {
@@ -67,10 +71,18 @@ int cmd_list(const std::string& kind) {
     for (auto& [name, _] : kinds()) all.push_back(name);
     throw RecipeError("list: unknown kind '" + kind + "'" + did_you_mean(kind, all));
   }
-  return 0;
+  return kExitOk;
 }
 
-int cmd_describe(const std::string& what) {
+int cmd_describe(const std::string& what, const std::string& format, const std::string& output, const CLI::App& app) {
+  if (format == "markdown") {
+    if (!what.empty())
+      throw RecipeError("describe --format markdown: writes every reference page; give no KIND/NAME (got '" + what + "')");
+    if (output.empty())
+      throw RecipeError("describe --format markdown: needs --output DIR, the folder to write the reference pages to");
+    return write_reference(app, output);
+  }
+  if (!output.empty()) throw RecipeError("describe: --output DIR is for --format markdown");
   auto slash = what.find('/');
   std::string kind = what.substr(0, slash), name = slash == std::string::npos ? "" : what.substr(slash + 1);
   if (kind == "recipe") {
@@ -83,7 +95,7 @@ int cmd_describe(const std::string& what) {
     }
     std::cout << "recipe/" << (name.empty() ? "top" : name) << "\n";
     print_schema(section_schema(section));
-    return 0;
+    return kExitOk;
   }
   auto it = kinds().find(kind);
   if (it == kinds().end() && kinds().count(kind + "s")) it = kinds().find(kind + "s");
@@ -96,7 +108,7 @@ int cmd_describe(const std::string& what) {
   std::cout << it->first << "/" << e->name << ": " << e->doc << "\n";
   if (it->first == "models") std::cout << "  pretrained config: " << pretrained_config(e->name) << "\n";
   print_schema(e->schema);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace trainrun::cli

@@ -204,7 +204,7 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
       throw RecipeError("check --schedule: the run's length needs the data (" + deferred +
                         "); give --steps-per-epoch N, or `trainrun check --download`");
     print_schedule(job, *optimizer, *scheduler, total);
-    return 0;
+    return kExitOk;
   }
   std::cout << "note: " << deferred << "\n";
   std::cout << "# resolved recipe (" << job.recipe.file << "), before the data\n" << job.recipe.dump() << "\n";
@@ -228,7 +228,7 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
             << ", the splits and their class counts, " << (steps_per_epoch > 0 ? "" : "steps per epoch and the schedule (or --steps-per-epoch N), ")
             << "one example through each pipeline" << (world > 1 ? ", enough examples for " + std::to_string(world) + " processes" : "")
             << "\n";
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -249,7 +249,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
       print_values(args[0], loaded);  // as written: the `auto` values wait for the data
       std::cout << "note: " << e.what() << "\n"
                 << "data: not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
-      return 0;
+      return kExitOk;
     }
     return check_without_data(args, options, e.what(), schedule, steps_per_epoch);
   }
@@ -266,7 +266,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
     auto optimizer = build_optimizer(job);
     auto scheduler = build_scheduler(job, *optimizer, total, steps);
     print_schedule(job, *optimizer, *scheduler, total);
-    return 0;
+    return kExitOk;
   }
   if (origin)
     print_values(job.recipe.file, resolved_values(job.recipe, loaded));
@@ -286,7 +286,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   print_world(job);
   print_param_groups(job);
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace trainrun::cli

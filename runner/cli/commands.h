@@ -1,12 +1,18 @@
 // runner/cli/ is the trainrun binary: main.cpp parses the command line and maps errors to exit
-// codes; each command lives in its own file (train, check, eval, predict, catalog = list/describe).
+// codes; each command lives in its own file (train, check, eval, predict, catalog = list/describe,
+// reference = describe --format markdown).
 #pragma once
 
+#include "runner/distributed/exit_codes.h"
 #include "runner/recipe/job.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace trainrun::cli {
 
@@ -37,6 +43,15 @@ int cmd_predict(const std::vector<std::string>& args, const std::string& checkpo
 int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
                const std::string& output, bool ema);
 int cmd_list(const std::string& kind);
-int cmd_describe(const std::string& what);
+// "int | auto": a parameter's type and the words it also takes, as `describe` and the reference print it.
+std::string type_text(const Param& p);
+// `format` text: `what` (KIND/NAME or recipe/SECTION) as it prints; markdown: write_reference to
+// `output`.
+int cmd_describe(const std::string& what, const std::string& format, const std::string& output, const CLI::App& app);
+
+// The reference pages of the documentation site (reference.cpp), written whole into `dir` (made if
+// missing): recipe.md, components.md, cli.md (every command and option of `app`, the command line
+// that add_commands built) and exit-codes.md. Components that plugins registered are left out.
+int write_reference(const CLI::App& app, const std::string& dir);
 
 }  // namespace trainrun::cli

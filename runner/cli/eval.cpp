@@ -55,7 +55,7 @@ int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint
     throw TrainingError(std::string(e.what()) + " (the report)");
   }
   spdlog::info("Wrote {}", report_path.string());
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace trainrun::cli

@@ -99,7 +99,7 @@ int cmd_export(const std::vector<std::string>& args, const std::string& checkpoi
     throw TrainingError(e.what());
   }
   spdlog::info("Wrote {} ({}, {} from {})", path, format, job.recipe.root["model"]["name"].as<std::string>(), weights);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace trainrun::cli

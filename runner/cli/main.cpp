@@ -1,8 +1,10 @@
-// trainrun's command line (SPEC §1). Exit codes: 0 done, 2 bad recipe or command line (nothing
-// started), 1 a run that failed after starting, 130 interrupted after a clean checkpoint.
+// trainrun's command line (SPEC §1). Exit codes (runner/distributed/exit_codes.h): 0 done, 2 bad
+// recipe or command line (nothing started), 1 a run that failed after starting, 130 interrupted and
+// 138 pre-empted after a clean checkpoint; a launcher's code for its workers is returned as is.
 #include "runner/cli/commands.h"
 
 #include "registry/plugin.h"
+#include "registry/registry.h"
 #include "runner/distributed/error_file.h"
 #include "support/safetensors.h"
 #include "runner/logging/logging.h"
@@ -31,6 +33,7 @@ namespace {
 struct Options {
   std::vector<std::string> args, check_args, eval_args, predict_args, export_args, images;
   std::string kind, component, checkpoint, model, format, output;
+  std::string describe_format = "text", reference_dir;
   bool ema = false;
   bool schedule = false;
   bool origin = false;
@@ -69,22 +72,31 @@ void add_commands(CLI::App& app, Options& o) {
   o.exporter->add_option("--output", o.output, "the file to write (default: beside the weights, model.pt / model.onnx)");
   o.exporter->add_flag("--ema", o.ema, "the EMA weights (model_ema.safetensors of a checkpoint or run folder)");
   o.list = app.add_subcommand("list", "what the registries hold");
-  o.list->add_option("kind", o.kind, "models | datasets | optimizers | schedulers | transforms | losses");
+  std::string kind_names;  // the registries' kinds, not a list kept here
+  for (auto& [name, _] : kinds()) kind_names += (kind_names.empty() ? "" : " | ") + name;
+  o.list->add_option("kind", o.kind, kind_names);
   o.describe = app.add_subcommand("describe", "one component's parameters, e.g. describe optimizers/adamw");
-  o.describe->add_option("component", o.component, "KIND/NAME (or recipe/SECTION)")->required();
+  o.describe->add_option("component", o.component, "KIND/NAME (or recipe/SECTION); none with --format markdown");
+  o.describe->add_option("--format", o.describe_format,
+                         "text (the default): the component's parameters on stdout | markdown: every reference page "
+                         "of the documentation (recipe, components, command line, exit codes) into --output DIR")
+      ->check(CLI::IsMember({"text", "markdown"}));
+  o.describe->add_option("--output", o.reference_dir,
+                         "the folder --format markdown writes recipe.md, components.md, cli.md and exit-codes.md to "
+                         "(made if missing; required with markdown)");
   app.require_subcommand(0, 1);
 }
 
 int run_command(const CLI::App& app, const Options& o, const std::vector<std::string>& argv, TrainState& state) {
   if (*o.list) return cmd_list(o.kind);
-  if (*o.describe) return cmd_describe(o.component);
+  if (*o.describe) return cmd_describe(o.component, o.describe_format, o.reference_dir, app);
   if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download, o.steps_per_epoch);
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
   if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);
   if (o.args.empty()) {
     std::cout << app.help();
-    return 2;
+    return kExitBadInput;
   }
   return cmd_train(o.args, argv, state);
 }
@@ -121,32 +133,34 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   }
   setup_console_logging();
   TrainState state;
   try {
     load_plugins_from_environment();
   } catch (const std::runtime_error& e) {
-    return fail(e.what(), 2);
+    return fail(e.what(), kExitBadInput);
   }
   try {
     return run_command(app, options, std::vector<std::string>(argv, argv + argc), state);
   } catch (const RecipeError& e) {
-    return fail(e.what(), 2);
+    return fail(e.what(), kExitBadInput);
   } catch (const DataError& e) {
-    return state.started ? fail("rank " + std::to_string(state.rank) + ": " + e.what(), 1) : fail(e.what(), 2);
+    return state.started ? fail("rank " + std::to_string(state.rank) + ": " + e.what(), kExitFailed)
+                         : fail(e.what(), kExitBadInput);
   } catch (const WeightsError& e) {
-    return state.started ? fail("rank " + std::to_string(state.rank) + ": " + e.what(), 1) : fail(e.what(), 2);
+    return state.started ? fail("rank " + std::to_string(state.rank) + ": " + e.what(), kExitFailed)
+                         : fail(e.what(), kExitBadInput);
   } catch (const TrainingInterrupted& e) {
     return fail("rank " + std::to_string(state.rank) + ": " + e.what(), e.exit_code);
   } catch (const WorldFailure& e) {
     // Every rank stopped at the same step; rank 0 says why, once.
-    return fail("rank " + std::to_string(state.rank) + ": " + e.what(), 1, /*print=*/state.rank == 0);
+    return fail("rank " + std::to_string(state.rank) + ": " + e.what(), kExitFailed, /*print=*/state.rank == 0);
   } catch (const TrainingError& e) {
-    return fail("rank " + std::to_string(state.rank) + ": " + e.what(), 1);
+    return fail("rank " + std::to_string(state.rank) + ": " + e.what(), kExitFailed);
   } catch (const std::exception& e) {
-    return fail("rank " + std::to_string(state.rank) + ": " + plain_error(e.what()), 1);
+    return fail("rank " + std::to_string(state.rank) + ": " + plain_error(e.what()), kExitFailed);
   }
 }
 

@@ -60,7 +60,7 @@ int predict_images(const Classify& model, int64_t top_k, const std::vector<std::
                                 {"score", topk[0]["score"]}, {"topk", topk}, {"logits", logits}};
     std::cout << line.dump() << std::endl;
   }
-  return skipped ? 1 : 0;
+  return skipped ? kExitFailed : kExitOk;
 }
 
 // `predict RECIPE --checkpoint PATH`: the recipe's model with the checkpoint's weights.

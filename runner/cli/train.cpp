@@ -47,7 +47,7 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   if (world || world_size == 1) {
     state.started = true;
     train(job, world.value_or(WorldInfo{}));
-    return 0;
+    return kExitOk;
   }
   LaunchOptions o{job.config.world, fork_workers()};
   o.world.master_port = reserve_master_port(o);
@@ -60,7 +60,7 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   setup_console_logging(state.rank);
   name_worker_process(world->rank);
   train(job, *world);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace trainrun::cli

@@ -1,5 +1,6 @@
 #include "runner/distributed/launcher.h"
 
+#include "runner/distributed/exit_codes.h"
 #include "support/errors.h"
 
 
@@ -246,20 +247,20 @@ std::optional<int> launch(const std::vector<std::string>& argv, const LaunchOpti
     int code = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;
     // A signal here, or one a scheduler sent to every process: the workers stopped together
     // after a checkpoint (130 interrupted, 138 pre-empted); no failure to restart from.
-    if (g_interrupted || (out.failed_rank >= 0 && code == 130)) {
+    if (g_interrupted || (out.failed_rank >= 0 && code == kExitInterrupted)) {
       std::fprintf(stderr, "trainrun: interrupted; workers stopped\n");
-      return 130;
+      return kExitInterrupted;
     }
-    if (g_preempted || (out.failed_rank >= 0 && code == 138)) {
+    if (g_preempted || (out.failed_rank >= 0 && code == kExitPreempted)) {
       std::fprintf(stderr, "trainrun: pre-empted (SIGUSR1); workers stopped after a checkpoint, exit 138 "
                    "(requeue the job to resume)\n");
-      return 138;
+      return kExitPreempted;
     }
-    if (out.failed_rank < 0) return 0;
+    if (out.failed_rank < 0) return kExitOk;
     std::fprintf(stderr, "trainrun: rank %d %s\n", out.failed_rank, describe_status(out.status).c_str());
     // A bad recipe fails the same way every time: no restart.
-    if (code == 2) return 2;
-    if (attempt >= options.world.max_restarts) return 1;
+    if (code == kExitBadInput) return kExitBadInput;
+    if (attempt >= options.world.max_restarts) return kExitFailed;
     std::fprintf(stderr, "trainrun: restarting the world (restart %lld of %lld); with output.resume: auto it "
                  "continues from the newest checkpoint\n", (long long)(attempt + 1), (long long)options.world.max_restarts);
   }

@@ -1,5 +1,7 @@
 #include "runner/distributed/stop_signal.h"
 
+#include "runner/distributed/exit_codes.h"
+
 #include <signal.h>
 #include <time.h>
 
@@ -51,6 +53,7 @@ int StopSignal::raised(long long step, bool main_process) const {
   return at && main_process && step == std::atoll(at) ? SIGINT : 0;
 }
 
-int exit_code_for_stop(int sig) { return sig == SIGUSR1 ? 128 + SIGUSR1 : 130; }
+static_assert(kExitPreempted == 128 + SIGUSR1, "138 is the shell's code for SIGUSR1 (Linux)");
+int exit_code_for_stop(int sig) { return sig == SIGUSR1 ? kExitPreempted : kExitInterrupted; }
 
 }  // namespace trainrun
