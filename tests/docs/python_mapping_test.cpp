@@ -1,7 +1,7 @@
 // docs/coming-from-python.md names trainrun keys, components and commands for timm, Trainer and
 // Accelerate users. Every backticked name in a table's `trainrun` column is checked against the
-// binary's own `trainrun describe` / `list` / `--help`, so a renamed key fails here, not in a
-// reader's run. The page's recipe and its `trainrun check` command lines must pass as written.
+// generated reference pages (the binary's own `describe`, kept equal by Docs.Reference*), so a
+// renamed key fails here, not in a reader's run. The page's recipe and its `trainrun check` command lines must pass as written.
 //
 // A span in the trainrun column is one of:
 //   `trainrun SUB ...`          SUB is a subcommand of `trainrun --help` (describe's target must exist)
@@ -19,66 +19,41 @@
 namespace trainrun {
 namespace docs_python_mapping {  // named: the unity build shares anonymous namespaces
 
-using Schema = std::map<std::string, std::string>;  // key -> its describe text
+using Schema = std::map<std::string, std::string>;  // key -> its documentation text
 
+// The recipe's keys and the components' parameters, read from the generated reference pages
+// (docs/reference/recipe.md, components.md, cli.md), which Docs.ReferencePagesAreGenerated
+// proves equal to what the binary's `describe --format markdown` writes: one read of three files
+// instead of a LibTorch start-up per component.
 class Describe {
  public:
-  // `trainrun describe WHAT`'s keys; empty and !ok when it fails.
+  Describe() {
+    read_recipe(test::read_file(test::source("docs/reference/recipe.md")));
+    read_components(test::read_file(test::source("docs/reference/components.md")));
+  }
+
+  // `trainrun describe WHAT`'s keys (WHAT: recipe/SECTION or KIND/NAME); empty and !ok when it has none.
   const Schema& keys(const std::string& what, bool* ok = nullptr) {
-    auto found = cache_.find(what);
-    if (found == cache_.end()) {
-      auto r = test::run(test::trainrun("describe '" + what + "'"));
-      Schema s;
-      std::istringstream in(r.out);
-      std::string line, last;
-      const std::regex key_line(R"(^  (\w+)  \()");
-      std::smatch m;
-      while (std::getline(in, line)) {
-        if (std::regex_search(line, m, key_line)) {
-          last = m[1];
-          s[last] = line;
-        } else if (!last.empty() && line.rfind("      ", 0) == 0) {
-          s[last] += " " + line;
-        }
-      }
-      found = cache_.emplace(what, std::make_pair(r.code == 0, s)).first;
-    }
-    if (ok) *ok = found->second.first;
-    return found->second.second;
+    auto found = schemas_.find(what);
+    if (ok) *ok = found != schemas_.end();
+    static const Schema none;
+    return found == schemas_.end() ? none : found->second;
   }
 
-  // The recipe sections `describe recipe/SECTION` knows, from its own error message.
-  const std::set<std::string>& sections() {
-    if (sections_.empty()) {
-      auto r = test::run(test::trainrun("describe recipe/no-such-section"));
-      std::smatch m;
-      std::string text = r.out + r.err;
-      if (std::regex_search(text, m, std::regex(R"(one of: ([^)]*)\))"))) {
-        std::istringstream in(m[1].str());
-        for (std::string s; std::getline(in, s, ',');) sections_.insert(s.substr(s.find_first_not_of(' ')));
-      }
-    }
-    return sections_;
-  }
+  const std::set<std::string>& sections() { return sections_; }
 
-  // Every parameter of every component of `trainrun list KIND`, plus `name`.
+  // Every parameter of every component of KIND, plus `name`.
   const Schema& union_of(const std::string& kind) {
-    auto cached = unions_.find(kind);
-    if (cached != unions_.end()) return cached->second;
-    Schema out{{"name", "name"}};
-    auto r = test::run(test::trainrun("list " + kind));
-    std::istringstream in(r.out);
-    const std::regex item(R"(^  (\w+) )");
-    std::smatch m;
-    for (std::string line; std::getline(in, line);)
-      if (std::regex_search(line, m, item))
-        for (const auto& [k, v] : keys(kind + "/" + m[1].str())) out[k] = v;
-    return unions_[kind] = out;
+    Schema& out = unions_[kind];
+    out["name"] = "name";
+    for (const auto& [what, schema] : schemas_)
+      if (what.rfind(kind + "/", 0) == 0) out.insert(schema.begin(), schema.end());
+    return out;
   }
 
-  // The schema under `prefix` (a key whose describe text is `doc`): a recipe section, a
-  // component chosen by `name` (its describe text says "`name` from `trainrun list KIND`"),
-  // or one component's keys ("`trainrun describe KIND/NAME`'s keys"); nullopt when none.
+  // The schema under `prefix` (a key whose doc text is `doc`): a recipe section, a component
+  // chosen by `name` (its doc says "`name` from `trainrun list KIND`"), or one component's keys
+  // ("`trainrun describe KIND/NAME`'s keys"); nullopt when none.
   std::optional<Schema> nested(const std::string& prefix, const std::string& doc) {
     if (sections().count(prefix)) return keys("recipe/" + prefix);
     std::smatch m;
@@ -107,19 +82,54 @@ class Describe {
   }
 
  private:
-  std::map<std::string, std::pair<bool, Schema>> cache_;
+  // recipe.md: `## recipe/SECTION`, then `### SECTION.key` (top: `### key`) and its paragraphs.
+  void read_recipe(const std::string& page) {
+    std::istringstream in(page);
+    std::string section, key;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("## recipe/", 0) == 0) {
+        section = line.substr(10);
+        key.clear();
+        if (section != "top") sections_.insert(section);
+      } else if (line.rfind("### ", 0) == 0 && !section.empty()) {
+        key = line.substr(4);
+        if (section != "top" && key.rfind(section + ".", 0) == 0) key = key.substr(section.size() + 1);
+        schemas_["recipe/" + section][key] = "";
+      } else if (!key.empty()) {
+        schemas_["recipe/" + section][key] += " " + line;
+      }
+    }
+  }
+
+  // components.md: `### KIND/NAME`, then a bullet per parameter: "- `param` (type...): doc".
+  void read_components(const std::string& page) {
+    std::istringstream in(page);
+    std::string what;
+    const std::regex bullet(R"(^- `(\w+)` (.*)$)");
+    std::smatch m;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("### ", 0) == 0) {
+        what = line.substr(4);
+        schemas_[what];
+      } else if (line.rfind("## ", 0) == 0) {
+        what.clear();
+      } else if (!what.empty() && std::regex_match(line, m, bullet)) {
+        schemas_[what][m[1]] = m[2];
+      }
+    }
+  }
+
+  std::map<std::string, Schema> schemas_;
   std::set<std::string> sections_;
-  std::map<std::string, Schema> unions_;  // every trainrun run loads LibTorch: ask once
+  std::map<std::string, Schema> unions_;
 };
 
+// `trainrun SUB` headings of docs/reference/cli.md (walked from the CLI's own parser).
 std::set<std::string> subcommands() {
-  auto r = test::run(test::trainrun("--help"));
+  std::istringstream in(test::read_file(test::source("docs/reference/cli.md")));
   std::set<std::string> out;
-  std::istringstream in(r.out.substr(std::min(r.out.size(), r.out.find("Subcommands:"))));
-  const std::regex item(R"(^  (\w+) )");
-  std::smatch m;
   for (std::string line; std::getline(in, line);)
-    if (std::regex_search(line, m, item)) out.insert(m[1]);
+    if (line.rfind("## trainrun ", 0) == 0) out.insert(line.substr(12));
   return out;
 }
 
