@@ -6,8 +6,10 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,16 +23,35 @@
 namespace trainrun::fuzz {
 
 // A folder of its own per fuzzing process, on tmpfs where there is one: inputs are written there
-// and read back by path.
+// and read back by path. Removed at exit by the destructor of the static that names it: an
+// atexit() handler registered while that static was being built ran after its destructor (handlers
+// run in reverse order of registration) and removed "" instead, leaving every run's folder, ~10 MB
+// for the checkpoint target, in /dev/shm. Folders of earlier runs whose process is gone (killed, or
+// a libFuzzer child ended with _Exit) are removed when a run starts.
 inline const std::filesystem::path& scratch() {
-  static const std::filesystem::path dir = [] {
-    std::filesystem::path base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
-    std::filesystem::path d = base / ("trainrun-fuzz-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    std::atexit([] { std::error_code ec; std::filesystem::remove_all(scratch(), ec); });
-    return d;
+  struct Folder {
+    std::filesystem::path dir;
+    ~Folder() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static const Folder folder = [] {
+    namespace fs = std::filesystem;
+    fs::path base = fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path();
+    std::error_code ec;
+    for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind("trainrun-fuzz-", 0) != 0) continue;
+      const long pid = std::strtol(name.c_str() + 14, nullptr, 10);
+      std::error_code ignored;
+      if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) fs::remove_all(it->path(), ignored);
+    }
+    fs::path d = base / ("trainrun-fuzz-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return Folder{d};
   }();
-  return dir;
+  return folder.dir;
 }
 
 // The harness's own work (writing the input, copying the fixture) failing is not the reader's
