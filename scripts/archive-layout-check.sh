@@ -68,7 +68,11 @@ echo "archive-layout-check: configured and built in $((SECONDS - t)) s"
 # ---- what the GPU users' stack needs ---------------------------------------------------------
 first=$(readelf -d "$B/trainrun" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | head -1)
 [ "$first" = libstdc++.so.6 ] || fail "$B/trainrun's first DT_NEEDED is $first, not libstdc++.so.6"
-ldd "$B/trainrun" | grep -q "libtorch_cpu.so.* => $T/lib/" || fail "libtorch_cpu does not load from $T/lib"
+if ! ldd "$B/trainrun" | grep -q "libtorch_cpu.so.* => $T/lib/"; then
+  ldd "$B/trainrun" | grep -E 'torch|c10|trainrun' >&2 || true
+  readelf -d "$B/trainrun" "$B"/libtrainrun.so | grep -E 'NEEDED|RUNPATH|RPATH|File:' >&2 || true
+  fail "libtorch_cpu does not load from $T/lib"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 args="recipes/quickstart.yaml data.max_train_samples=640 data.max_eval_samples=200 world.nproc_per_node=1
