@@ -1,0 +1,1 @@
+build/trainrun check docs/recipes/class-imbalance.yaml   # the same with both imbalance remedies
