@@ -47,7 +47,7 @@ sed -i 's#"/usr/include/ATen"#"${CMAKE_CURRENT_LIST_DIR}/../../../include/ATen"#
 # Caffe2Config.cmake reads "# Protobuf / if(ON)", checked on the 2.14.0 archive and 2.6.0 wheel
 # trees), so finding Torch does not look for protobuf; Debian's looks for the system's.
 sed -i '/^# Protobuf$/{n;s/^if(OFF)$/if(ON)/}' "$T/share/cmake/Caffe2/Caffe2Config.cmake"
-grep -A1 '^# Protobuf$' "$T/share/cmake/Caffe2/Caffe2Config.cmake" | grep -q '^if(ON)$' ||
+grep -A1 '^# Protobuf$' "$T/share/cmake/Caffe2/Caffe2Config.cmake" | grep -c '^if(ON)$' >/dev/null ||
   fail "the tree's Caffe2Config.cmake still looks for protobuf"
 if grep -rln 'x86_64-linux-gnu\|/usr/include\|\.\./\.\./\.\./\.\./' "$T/share/cmake"; then
   fail "a Debian path is left in the tree's CMake files (above)"
@@ -66,10 +66,14 @@ cmake --build "$B" -j"$JOBS" --target trainrun >"$B/build.log" 2>&1 || { tail -4
 echo "archive-layout-check: configured and built in $((SECONDS - t)) s"
 
 # ---- what the GPU users' stack needs ---------------------------------------------------------
-first=$(readelf -d "$B/trainrun" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | head -1)
+# Whole outputs read before matching: under pipefail, `ldd ... | grep -q` fails whenever grep
+# exits at its match before ldd has written everything (ldd dies of SIGPIPE); CI saw that.
+needed=$(readelf -d "$B/trainrun")
+first=$(sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' <<<"$needed" | sed -n 1p)
 [ "$first" = libstdc++.so.6 ] || fail "$B/trainrun's first DT_NEEDED is $first, not libstdc++.so.6"
-if ! ldd "$B/trainrun" | grep -q "libtorch_cpu.so.* => $T/lib/"; then
-  ldd "$B/trainrun" | grep -E 'torch|c10|trainrun' >&2 || true
+libs=$(ldd "$B/trainrun")
+if ! grep -q "libtorch_cpu.so.* => $T/lib/" <<<"$libs"; then
+  grep -E 'torch|c10|trainrun' <<<"$libs" >&2 || true
   readelf -d "$B/trainrun" "$B"/libtrainrun.so | grep -E 'NEEDED|RUNPATH|RPATH|File:' >&2 || true
   fail "libtorch_cpu does not load from $T/lib"
 fi
