@@ -204,7 +204,7 @@ void Converter::convert(const Node& node, int index) {
   }
   auto it = op_conversions().find(kind);
   if (it == op_conversions().end())
-    fail("no conversion to ONNX for this operator (README, \"ONNX\", lists those there are)");
+    fail("no conversion to ONNX for this operator (docs/guides/export.md, \"ONNX\", lists those there are)");
   it->second(*this, node);
 }
 
@@ -222,7 +222,7 @@ void Converter::convert_prim(const Node& node) {
     const Bound& in = bound(node.input(0));
     values_[node.output()] = in;
   } else {
-    fail("no conversion to ONNX for this operator (README, \"ONNX\", lists those there are)");
+    fail("no conversion to ONNX for this operator (docs/guides/export.md, \"ONNX\", lists those there are)");
   }
 }
 
