@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <typeinfo>
 
 namespace trainrun::fuzz {
@@ -58,24 +60,41 @@ inline const std::filesystem::path& scratch() {
 // finding: it says so in a line of its own, `harness: ...`, before the abort libFuzzer reports as
 // a deadly signal. An exception escaping the harness's own file operations would otherwise end in
 // std::terminate: the same deadly signal, with nothing saying whose it was.
+// A step interrupted by a signal is run again. libFuzzer's -timeout sets an interval timer whose
+// SIGALRM handler is installed without SA_RESTART (FuzzerUtilPosix.cpp's SetSigaction), so a
+// sendfile in std::filesystem::copy can fail with EINTR, which libstdc++ reports as a
+// filesystem_error ("cannot copy: Interrupted system call") rather than retrying: CI's "deadly
+// signal" of the checkpoint target with no sanitizer report (before the harness named its own
+// failures, that exception ended in terminate). Each step is whole on its own (remove, then copy;
+// remove a file), so running it again is safe. fuzz/alarm_storm.sh checks it.
 template <class F>
 void harness_step(const char* what, F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "harness: %s failed: %s\n", what, e.what());
-    std::abort();
+  for (int attempt = 1;; ++attempt) {
+    try {
+      f();
+      return;
+    } catch (const std::filesystem::filesystem_error& e) {
+      if (e.code() == std::errc::interrupted && attempt < 100) continue;
+      std::fprintf(stderr, "harness: %s failed: %s\n", what, e.what());
+      std::abort();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "harness: %s failed: %s\n", what, e.what());
+      std::abort();
+    }
   }
 }
 
+// The input written whole (an interrupted write is written again: see harness_step).
 inline std::string write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  if (!out) {  // disk full, say
-    std::fprintf(stderr, "harness: cannot write %s (%zu bytes)\n", path.c_str(), bytes.size());
+  for (int attempt = 1;; ++attempt) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    out.close();
+    if (out) return path.string();
+    if (errno == EINTR && attempt < 100) continue;
+    std::fprintf(stderr, "harness: cannot write %s (%zu bytes): %s\n", path.c_str(), bytes.size(), std::strerror(errno));
     std::abort();
   }
-  return path.string();
 }
 
 inline std::string write_file(const std::string& name, const uint8_t* data, size_t size) {
