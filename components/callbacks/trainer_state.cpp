@@ -1,5 +1,6 @@
 #include "components/callbacks/trainer_state.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,22 @@ std::string read_text(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// An integer field, as get<int64_t>() reads it, except that a float which is not a whole number
+// inside int64's range ("global_step": 1e106) is refused: converting it is undefined behaviour
+// (UBSan's float-cast-overflow; found by fuzz/checkpoint_fuzz.cpp). `where` names the file.
+int64_t whole(const json& value, const std::string& where, const char* key) {
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != std::floor(d))
+      throw CheckpointError(where + key + ": expected a whole number, got " + value.dump());
+  }
+  return value.get<int64_t>();
+}
+
+int64_t whole_or(const json& j, const std::string& where, const char* key, int64_t fallback) {
+  return j.contains(key) ? whole(j[key], where, key) : fallback;
 }
 
 }  // namespace
@@ -74,14 +91,15 @@ ordered_json TrainerState::resume_json() const {
 TrainerState TrainerState::from_json(const json& j) {
   TrainerState s;
   try {
-    s.global_step = j.at("global_step").get<int64_t>();
+    const std::string where = std::string(kStateFile) + ": ";
+    s.global_step = whole(j.at("global_step"), where, "global_step");
     s.epoch = j.at("epoch").get<double>();
-    s.max_steps = j.value("max_steps", int64_t(0));
-    s.num_train_epochs = j.value("num_train_epochs", int64_t(0));
-    s.logging_steps = j.value("logging_steps", int64_t(0));
-    s.eval_steps = j.value("eval_steps", int64_t(0));
-    s.save_steps = j.value("save_steps", int64_t(0));
-    s.train_batch_size = j.value("train_batch_size", int64_t(0));
+    s.max_steps = whole_or(j, where, "max_steps", 0);
+    s.num_train_epochs = whole_or(j, where, "num_train_epochs", 0);
+    s.logging_steps = whole_or(j, where, "logging_steps", 0);
+    s.eval_steps = whole_or(j, where, "eval_steps", 0);
+    s.save_steps = whole_or(j, where, "save_steps", 0);
+    s.train_batch_size = whole_or(j, where, "train_batch_size", 0);
     if (j.contains("best_metric") && !j["best_metric"].is_null()) s.best_metric = j["best_metric"].get<double>();
     if (j.contains("best_model_checkpoint") && !j["best_model_checkpoint"].is_null())
       s.best_model_checkpoint = j["best_model_checkpoint"].get<std::string>();
@@ -101,13 +119,13 @@ TrainerState TrainerState::from_json(const json& j) {
 
 void TrainerState::read_resume_json(const json& ours, const std::string& where) {
   try {
-    epoch_index = ours.at("epoch_index").get<int64_t>();
-    batches_in_epoch = ours.at("batches_in_epoch").get<int64_t>();
-    world_size = ours.at("world_size").get<int64_t>();
+    epoch_index = whole(ours.at("epoch_index"), where, "epoch_index");
+    batches_in_epoch = whole(ours.at("batches_in_epoch"), where, "batches_in_epoch");
+    world_size = whole(ours.at("world_size"), where, "world_size");
     ranks.clear();
     for (auto& r : ours.at("ranks"))
-      ranks.push_back({r.at("loss_since_log").get<double>(), r.at("batches_since_log").get<int64_t>(),
-                       r.at("loss_total").get<double>(), r.at("batches_total").get<int64_t>()});
+      ranks.push_back({r.at("loss_since_log").get<double>(), whole(r.at("batches_since_log"), where, "batches_since_log"),
+                       r.at("loss_total").get<double>(), whole(r.at("batches_total"), where, "batches_total")});
   } catch (const json::exception& e) {
     throw CheckpointError(where + e.what());
   }

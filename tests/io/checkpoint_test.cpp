@@ -333,8 +333,9 @@ TEST_F(Checkpoint, UnfinishedCheckpointsAreNeverPicked) {
 
 // A checkpoint whose small files lie: one line naming the file and what is wrong, exit 1, the
 // checkpoint left as it was. Found by fuzz/checkpoint_fuzz.cpp (fuzz/regressions/checkpoint/):
-// a scaler.json without growth_tracker escaped as a bare json out_of_range, and a world_size of 0
-// or a negative scheduler step were taken.
+// a scaler.json without growth_tracker escaped as a bare json out_of_range, a world_size of 0
+// or a negative scheduler step were taken, and a global_step of 1e106 was converted to int64
+// (undefined behaviour, UBSan).
 TEST_F(Checkpoint, LyingCheckpointFilesAreOneClearLine) {
   ASSERT_EQ(test::run(args("run", "train.epochs=1 train.eval_every=never")).code, 0);
   const fs::path good = dir / "run/checkpoint-10";
@@ -351,6 +352,7 @@ TEST_F(Checkpoint, LyingCheckpointFilesAreOneClearLine) {
            {"scaler.json", "\"growth_tracker\"", "\"growth\"", "/scaler.json: [json.exception.out_of_range.403] key 'growth_tracker' not found"},
            {"scaler.json", "65536.0", "-1.0", "/scaler.json: expected a finite scale > 0 and a growth_tracker >= 0"},
            {"trainrun_state.json", "\"world_size\": 1", "\"world_size\": 0", "/trainrun_state.json: world_size is 0, expected >= 1"},
+           {"trainer_state.json", "\"global_step\": 10", "\"global_step\": 1e106", "/trainer_state.json: global_step: expected a whole number, got 1e+106"},
            {"scheduler.json", "\"step\": 10", "\"step\": -3", "/scheduler.json: scheduler state: step is -3, expected >= 0"}}) {
     fs::path bad = edit(file, from, to);
     std::string before = test::read_file(bad / file);
