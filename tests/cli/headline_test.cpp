@@ -6,6 +6,7 @@
 #include "components/data/image.h"
 #include "components/models/model.h"
 #include "support/hub_server.h"
+#include "support/published_weights.h"
 #include "registry/registry.h"
 #include "support/download.h"
 #include "runner/io/weights.h"
@@ -104,27 +105,12 @@ class ShippedRecipe : public ::testing::TestWithParam<std::string> {
     std::filesystem::create_directories(dir / "mirror");
     ASSERT_EQ(test::run("tar -C " + (dir / "src") + " -czf " + (dir / "mirror/images.tar.gz") + " images").code, 0);
     model_name = load_recipe(test::source("recipes/" + GetParam())).node("model.name").as<std::string>();  // bases merged
-    const auto& entry = Registry<Classifier>::instance().get(model_name);
-    YAML::Node cfg;
-    for (auto& p : entry.schema.params())
-      cfg[p.name] = p.name == "num_classes" ? YAML::Node(1000) : YAML::Clone(p.default_value);
-    auto model = entry.make(Config(cfg, "model"));
-    repo = model->published_weights().substr(std::string("hf-hub:").size());
-    save_safetensors(dir / "weights.safetensors", state_dict(*model));
-    // The config.json timm's push_to_hf_hub writes beside the weights (eval_transforms: model reads it).
-    const InputConfig in = model->input_config();
-    const nlohmann::json config_json = {
-        {"architecture", model_name}, {"num_classes", 1000},
-        {"pretrained_cfg", {{"input_size", in.input_size}, {"interpolation", in.interpolation}, {"crop_pct", in.crop_pct},
-                            {"crop_mode", "center"}, {"mean", in.mean}, {"std", in.std}, {"num_classes", 1000}}}};
+    // The weights and the config.json timm's push_to_hf_hub writes beside them (eval_transforms: model reads it).
+    const auto published = test::publish_weights(model_name, dir / "weights.safetensors",
+                                                 "89abcdef0123456789abcdef0123456789abcdef");
+    repo = published.repo;
     nlohmann::json config = {
-        {"repos",
-         {{repo,
-           {{"revisions",
-             {{"main",
-               {{"commit", "89abcdef0123456789abcdef0123456789abcdef"},
-                {"files", {{"model.safetensors", {{"path", dir / "weights.safetensors"}}},
-                           {"config.json", {{"text", config_json.dump(2)}, {"lfs", false}}}}}}}}}}}}},
+        {"repos", {{repo, {{"revisions", published.revisions}}}}},
         {"files_dir", dir / "mirror"}};
     server.emplace(config, dir.path());
     ASSERT_GT(server->port(), 0);

@@ -15,6 +15,7 @@
 #include "registry/registry.h"
 #include "runner/io/weights.h"
 #include "support/hub_server.h"
+#include "support/published_weights.h"
 #include "support/safetensors.h"
 #include "test_util.h"
 
@@ -127,26 +128,10 @@ class NewcomerPath {
     }
 
     // timm/resnet18.tv_in1k as the Hub serves it: ImageNet-shaped weights and timm's config.json.
-    const auto& entry = Registry<Classifier>::instance().get("resnet18");
-    YAML::Node cfg;
-    for (auto& p : entry.schema.params())
-      cfg[p.name] = p.name == "num_classes" ? YAML::Node(1000) : YAML::Clone(p.default_value);
-    auto model = entry.make(Config(cfg, "model"));
-    repo = model->published_weights().substr(std::string("hf-hub:").size());
-    save_safetensors(dir / "weights.safetensors", state_dict(*model));
-    const InputConfig in = model->input_config();
-    const nlohmann::json config_json = {
-        {"architecture", "resnet18"}, {"num_classes", 1000},
-        {"pretrained_cfg", {{"input_size", in.input_size}, {"interpolation", in.interpolation}, {"crop_pct", in.crop_pct},
-                            {"crop_mode", "center"}, {"mean", in.mean}, {"std", in.std}, {"num_classes", 1000}}}};
-    const nlohmann::json hub = {
-        {"repos",
-         {{repo,
-           {{"revisions",
-             {{"main",
-               {{"commit", "0123456789abcdef0123456789abcdef01234567"},
-                {"files", {{"model.safetensors", {{"path", dir / "weights.safetensors"}}},
-                           {"config.json", {{"text", config_json.dump(2)}, {"lfs", false}}}}}}}}}}}}}};
+    const auto published = test::publish_weights("resnet18", dir / "weights.safetensors",
+                                                 "0123456789abcdef0123456789abcdef01234567");
+    repo = published.repo;
+    const nlohmann::json hub = {{"repos", {{repo, {{"revisions", published.revisions}}}}}};
     server.emplace(hub, dir.path());
   }
 
