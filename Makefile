@@ -53,8 +53,10 @@ docs: setup-docs
 	mkdocs build --strict --quiet -f mkdocs.yml -d $(BUILD)/site
 	@echo "docs: $(BUILD)/site/index.html"
 
-docs-reference: build
+docs-reference: setup-test build
 	$(BUILD)/trainrun describe --format markdown --output docs/reference
+	cd $(BUILD) && TRAINRUN_UPDATE_DOCS=1 ctest -j$(JOBS) -R '^BadInput[.]'
+	cd $(BUILD) && TRAINRUN_UPDATE_DOCS=1 ctest -R '^RunFolderPage[.]'
 
 docs-check: setup-docs setup-test build
 	cd $(BUILD) && TRAINRUN_REQUIRE_DOCS_TOOLS=1 ctest --output-on-failure -R '^Docs[.]'
