@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 
 import matplotlib
@@ -39,8 +40,12 @@ def load(paths):
     tables, accuracy = [], []
     for path in paths:
         doc = json.load(open(path))
-        if "table" in doc:  # bench/compare --json
-            tables.append({"id": "cpu-compare", "date": doc["title"][15:31], "stack": "bench/compare", "rows": doc["table"]})
+        if "table" in doc:  # bench/compare --json: "# bench/compare, 2026-11-27 18:29 UTC, trainrun 18d467a, 2 cores (AMD EPYC), ..."
+            title = doc["title"]
+            date = re.search(r"\d{4}-\d\d-\d\d", title)
+            cores = re.search(r"\d+ cores \([^)]*\)", title)
+            tables.append({"id": "cpu-compare", "date": date.group(0) if date else "this run", "stack": "bench/compare",
+                           "machine": cores.group(0) if cores else "this machine", "rows": doc["table"]})
         tables += doc.get("tables", [])
         accuracy += doc.get("accuracy", {}).get("runs", [])
     return tables, accuracy

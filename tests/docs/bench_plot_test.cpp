@@ -54,5 +54,28 @@ TEST(Docs, BenchPlotDrawsEveryPlotOfThePage) {
   }
 }
 
+// `bench/compare --plot DIR` hands plot.py the committed tables and its own run's figures
+// (bench/results/compare-basicnet-1x1-2026-11-27.json: what `bench/compare --rows basicnet-1x1
+// --rounds 1 --steps 20 --plot DIR` wrote at 18d467a on the 2-core development machine); the run
+// is drawn as one more CPU table, its date from the run's title.
+TEST(Docs, BenchPlotDrawsACompareRunAsOneMoreTable) {
+  if (test::run(std::string(test::kPython) + " -c 'import matplotlib'").code != 0) {
+    const char* require = std::getenv("TRAINRUN_REQUIRE_DOCS_TOOLS");
+    if (require && std::string(require) == "1") FAIL() << "python3-matplotlib is missing (TRAINRUN_REQUIRE_DOCS_TOOLS=1)";
+    GTEST_SKIP() << "python3-matplotlib is not installed";
+  }
+  test::TempDir dir;
+  const std::string base = std::string(test::kPython) + " " + test::source("bench/plot.py") + " " +
+                           test::source("bench/results/bench-readme.json");
+  auto without = test::run(base + " --out " + (dir / "a"));
+  ASSERT_EQ(without.code, 0) << without.err;
+  auto with = test::run(base + " " + test::source("bench/results/compare-basicnet-1x1-2026-11-27.json") + " --out " + (dir / "b"));
+  ASSERT_EQ(with.code, 0) << with.out << with.err;
+  EXPECT_EQ(pngs_in(dir / "b"), pngs_in(dir / "a"));
+  // the CPU rows' plot gains the run; the GPU plot has nothing of it
+  EXPECT_NE(test::read_file(dir / "b/bench-cpu-rows.png"), test::read_file(dir / "a/bench-cpu-rows.png"));
+  EXPECT_EQ(test::read_file(dir / "b/bench-gpu.png"), test::read_file(dir / "a/bench-gpu.png"));
+}
+
 }  // namespace docs_bench_plot
 }  // namespace trainrun

@@ -174,7 +174,9 @@ TEST(RunFolderPage, TablesAreARealRunsFilesAndKeys) {
     std::vector<std::string> wanted = {row_text(t.header), rule};
     for (auto row : t.rows) {
       const std::string m = meaning.count(row[0]) ? meaning[row[0]] : "";
-      if (!update) EXPECT_NE(m, "") << kPage << ", table " << t.id << ": " << row[0] << " is not described";
+      if (!update) {
+        EXPECT_NE(m, "") << kPage << ", table " << t.id << ": " << row[0] << " is not described";
+      }
       row.push_back(m);
       wanted.push_back(row_text(row));
     }
