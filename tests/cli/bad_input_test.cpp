@@ -13,6 +13,7 @@
 #include "components/models/model.h"
 #include "registry/registry.h"
 #include "support/hub_server.h"
+#include "support/markdown_table.h"
 #include "support/safetensors.h"
 #include "runner/io/weights.h"
 #include "test_util.h"
@@ -86,41 +87,17 @@ std::string last_line(const std::string& text) {
   return s.substr(s.rfind('\n') + 1);
 }
 
-// docs/reference/bad-inputs.md: its table rows, cells split at the `|` outside code spans.
+// docs/reference/bad-inputs.md (its rows read with tests/support/markdown_table.h).
 const std::string kPage = "docs/reference/bad-inputs.md";
-
-std::vector<std::string> cells(const std::string& row) {
-  std::vector<std::string> out;
-  std::string cell;
-  bool code = false;
-  for (std::size_t i = 1; i < row.size(); ++i) {  // row[0] is the leading '|'
-    if (row[i] == '`') code = !code;
-    if (row[i] == '|' && !code) {
-      out.push_back(cell.substr(cell.find_first_not_of(' ') == std::string::npos ? 0 : cell.find_first_not_of(' ')));
-      out.back().erase(out.back().find_last_not_of(' ') + 1);
-      cell.clear();
-    } else {
-      cell += row[i];
-    }
-  }
-  return out;
-}
 
 // The index of the page's line whose last cell names `test` (`BadInput.Name`), or npos.
 std::size_t row_of(const std::vector<std::string>& lines, const std::string& test) {
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].rfind("| ", 0) != 0) continue;
-    auto c = cells(lines[i]);
+    auto c = test::table_cells(lines[i]);
     if (!c.empty() && c.back().find("`" + test + "`") != std::string::npos) return i;
   }
   return std::string::npos;
-}
-
-std::vector<std::string> page_lines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::istringstream in(test::read_file(path));
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
 }
 
 // A line as a Markdown code span (a line holding a backtick in double backticks).
@@ -149,13 +126,13 @@ class BadInput : public ::testing::Test {
     const bool update = std::getenv("TRAINRUN_UPDATE_DOCS") != nullptr;
     int lock = update ? ::open(path.c_str(), O_RDONLY) : -1;  // tests run in parallel: one writer at a time
     if (lock >= 0) ::flock(lock, LOCK_EX);
-    auto lines = page_lines(path);
+    auto lines = test::page_lines(path);
     std::size_t at = row_of(lines, name);
     if (at == std::string::npos) {
       ADD_FAILURE() << kPage << " has no row naming `" << name << "`; add one (input | " << see << " | " << exit
                     << " | what is left on disk | `" << name << "`)";
     } else {
-      auto c = cells(lines[at]);
+      auto c = test::table_cells(lines[at]);
       if (c.size() != 5) {
         ADD_FAILURE() << kPage << ":" << at + 1 << ": expected 5 cells, found " << c.size();
       } else if (update) {
@@ -896,9 +873,9 @@ TEST(BadInputPage, RowsAndTestsAreTheSame) {
     for (int j = 0; j < suite->total_test_count(); ++j) tests.insert(std::string("BadInput.") + suite->GetTestInfo(j)->name());
   }
   const std::regex named("`(BadInput\\.[A-Za-z0-9]+)`");
-  for (const auto& line : page_lines(test::source(kPage))) {
+  for (const auto& line : test::page_lines(test::source(kPage))) {
     if (line.rfind("| ", 0) != 0) continue;
-    const auto c = cells(line);
+    const auto c = test::table_cells(line);
     if (c.empty()) continue;
     for (std::sregex_iterator it(c.back().begin(), c.back().end(), named), end; it != end; ++it) rows.insert((*it)[1]);
   }

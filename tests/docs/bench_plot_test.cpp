@@ -18,12 +18,19 @@ std::set<std::string> pngs_in(const fs::path& dir) {
   return out;
 }
 
+// python3-matplotlib is optional for the suite; `make docs-check` (TRAINRUN_REQUIRE_DOCS_TOOLS=1)
+// requires it.
+#define SKIP_OR_FAIL_WITHOUT_MATPLOTLIB()                                                                        \
+  do {                                                                                                           \
+    if (test::run(std::string(test::kPython) + " -c 'import matplotlib'").code != 0) {                           \
+      const char* require = std::getenv("TRAINRUN_REQUIRE_DOCS_TOOLS");                                          \
+      if (require && std::string(require) == "1") FAIL() << "python3-matplotlib is missing (TRAINRUN_REQUIRE_DOCS_TOOLS=1)"; \
+      GTEST_SKIP() << "python3-matplotlib is not installed";                                                     \
+    }                                                                                                            \
+  } while (0)
+
 TEST(Docs, BenchPlotDrawsEveryPlotOfThePage) {
-  if (test::run(std::string(test::kPython) + " -c 'import matplotlib'").code != 0) {
-    const char* require = std::getenv("TRAINRUN_REQUIRE_DOCS_TOOLS");
-    if (require && std::string(require) == "1") FAIL() << "python3-matplotlib is missing (TRAINRUN_REQUIRE_DOCS_TOOLS=1)";
-    GTEST_SKIP() << "python3-matplotlib is not installed";
-  }
+  SKIP_OR_FAIL_WITHOUT_MATPLOTLIB();
   test::TempDir dir;
   const std::string plot = std::string(test::kPython) + " " + test::source("bench/plot.py") + " " +
                            test::source("bench/results/bench-readme.json") + " --out ";
@@ -59,11 +66,7 @@ TEST(Docs, BenchPlotDrawsEveryPlotOfThePage) {
 // --rounds 1 --steps 20 --plot DIR` wrote at 18d467a on the 2-core development machine); the run
 // is drawn as one more CPU table, its date from the run's title.
 TEST(Docs, BenchPlotDrawsACompareRunAsOneMoreTable) {
-  if (test::run(std::string(test::kPython) + " -c 'import matplotlib'").code != 0) {
-    const char* require = std::getenv("TRAINRUN_REQUIRE_DOCS_TOOLS");
-    if (require && std::string(require) == "1") FAIL() << "python3-matplotlib is missing (TRAINRUN_REQUIRE_DOCS_TOOLS=1)";
-    GTEST_SKIP() << "python3-matplotlib is not installed";
-  }
+  SKIP_OR_FAIL_WITHOUT_MATPLOTLIB();
   test::TempDir dir;
   const std::string base = std::string(test::kPython) + " " + test::source("bench/plot.py") + " " +
                            test::source("bench/results/bench-readme.json");

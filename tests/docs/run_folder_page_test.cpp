@@ -7,6 +7,7 @@
 // failure here until the page describes it. With TRAINRUN_UPDATE_DOCS=1 (`make docs-reference`) the
 // tables are rewritten instead, keeping each row's meaning by its key; a new row's meaning is left
 // empty, which the check then names.
+#include "support/markdown_table.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -117,25 +118,6 @@ std::vector<Table> run_tables(const fs::path& run) {
   return tables;
 }
 
-// Cells of a Markdown table row, split at the `|` outside code spans.
-std::vector<std::string> cells(const std::string& row) {
-  std::vector<std::string> out;
-  std::string cell;
-  bool code = false;
-  for (std::size_t i = 1; i < row.size(); ++i) {
-    if (row[i] == '`') code = !code;
-    if (row[i] == '|' && !code) {
-      auto b = cell.find_first_not_of(' ');
-      cell = b == std::string::npos ? "" : cell.substr(b, cell.find_last_not_of(' ') - b + 1);
-      out.push_back(cell);
-      cell.clear();
-    } else {
-      cell += row[i];
-    }
-  }
-  return out;
-}
-
 std::string row_text(const std::vector<std::string>& c) {
   std::string s = "|";
   for (const auto& x : c) s += " " + x + " |";
@@ -151,11 +133,7 @@ TEST(RunFolderPage, TablesAreARealRunsFilesAndKeys) {
   const auto tables = run_tables(dir.path() / "run");
 
   const std::string path = test::source(kPage);
-  std::vector<std::string> lines;
-  {
-    std::istringstream in(test::read_file(path));
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-  }
+  std::vector<std::string> lines = test::page_lines(path);
   const bool update = std::getenv("TRAINRUN_UPDATE_DOCS") != nullptr;
   for (const auto& t : tables) {
     const auto begin = std::find(lines.begin(), lines.end(), "<!-- generated: " + t.id + " -->");
@@ -166,7 +144,7 @@ TEST(RunFolderPage, TablesAreARealRunsFilesAndKeys) {
     }
     std::map<std::string, std::string> meaning;  // by the first column
     for (auto it = begin + 1; it != stop; ++it) {
-      auto c = cells(*it);
+      auto c = test::table_cells(*it);
       if (c.size() == t.header.size()) meaning[c[0]] = c.back();
     }
     std::string rule = "|";
