@@ -1,4 +1,4 @@
-"""WebDataset's grouping and field rules, the reference for tests/components/webdataset_test.cpp
+"""WebDataset's grouping and field rules, the reference for tests/components/webdataset_grouping_test.cpp
 (WebDatasetGrouping.*): tar shards with odd names, and what webdataset itself reads from them.
 
 usage:
@@ -35,7 +35,7 @@ that code, run on these shards:
   expand_urls   shardlists.expand_urls(pattern) -> list, or the error, with no WDS_* variable set.
   expand_urls_env  the same with the given WDS_* environment: expand_urls first replaces
                 ${NAME} with $WDS_NAME (up to 10 rounds, AssertionError when unset), then
-                brace-expands. trainrun's expand_urls does not document this; recorded, not tested.
+                brace-expands.
 """
 import gzip
 import hashlib
