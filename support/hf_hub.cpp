@@ -359,4 +359,10 @@ fs::path hf_hub_download(const HubFile& f) {
   return m ? fetch_into_cache(f, repo, *m, url, headers) : fallback;
 }
 
+std::string hub_endpoint() { return endpoint(); }
+
+std::string hub_token() { return token(); }
+
+bool hub_offline() { return offline(); }
+
 }  // namespace trainrun

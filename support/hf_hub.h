@@ -48,4 +48,12 @@ std::string hub_url(const HubFile& f);
 // as huggingface_hub.try_to_load_from_cache.
 std::optional<std::filesystem::path> hub_cached(const HubFile& f);
 
+// HF_ENDPOINT without a trailing slash (https://huggingface.co by default); the token as
+// huggingface_hub finds it (HF_TOKEN, HUGGING_FACE_HUB_TOKEN, then $HF_HOME/token), empty without
+// one; whether HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set. For other files of the Hub
+// (dataset shards) fetched with the weights' rules.
+std::string hub_endpoint();
+std::string hub_token();
+bool hub_offline();
+
 }  // namespace trainrun

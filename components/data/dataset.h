@@ -8,10 +8,16 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace trainrun {
+
+namespace wds {
+struct RawSample;
+struct ShardSet;
+}
 
 struct Example {
   at::Tensor image;  // uint8, H x W x C
@@ -27,6 +33,15 @@ class Dataset {
   // get(index) with the image cropped to pick(H, W): the same pixels. Image files override it to
   // decode only the box of a JPEG.
   virtual Example get_region(std::size_t index, const RegionPicker& pick) const;
+  // The file the example is read from, when it is one whole image file (image folders):
+  // `trainrun shards` copies its bytes rather than re-encoding the pixels.
+  virtual std::optional<std::string> source_file(std::size_t index) const { return std::nullopt; }
+  // A dataset read as a stream of tar shards (webdataset): the loader reads the shards in order
+  // (components/data/webdataset.h) instead of asking for examples by index; size() is the
+  // declared epoch length.
+  virtual const wds::ShardSet* shards() const { return nullptr; }
+  // A streaming dataset's sample as an example (its image cropped to `pick`'s box when given).
+  virtual Example from_sample(const wds::RawSample& sample, const RegionPicker* pick) const;
 };
 
 // What a dataset entry builds: a train and an eval split, and the class names.
@@ -67,6 +82,9 @@ class Subset : public Dataset {
   Example get(std::size_t i) const override { return base_->get(i); }
   Example get_region(std::size_t i, const RegionPicker& pick) const override { return base_->get_region(i, pick); }
   int64_t label(std::size_t i) const override { return base_->label(i); }
+  std::optional<std::string> source_file(std::size_t i) const override { return base_->source_file(i); }
+  const wds::ShardSet* shards() const override { return base_->shards(); }
+  Example from_sample(const wds::RawSample& s, const RegionPicker* pick) const override { return base_->from_sample(s, pick); }
 
  private:
   std::shared_ptr<const Dataset> base_;

@@ -51,6 +51,21 @@ at::Tensor decode_with_opencv(const std::string& path, int64_t channels) {
   return out;
 }
 
+// The same from bytes in memory (a tar shard's member), `what` naming them in errors.
+at::Tensor decode_with_opencv(const std::vector<unsigned char>& data, const std::string& what, int64_t channels) {
+  cv::Mat bgr;
+  try {
+    bgr = cv::imdecode(data, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  } catch (const cv::Exception& e) {
+    throw UnreadableFile(what + ": cannot decode the image (" + e.err + ")");
+  }
+  if (bgr.empty()) throw UnreadableFile(what + ": cannot decode the image (corrupt or not an image)");
+  at::Tensor out = at::empty({bgr.rows, bgr.cols, channels}, at::kByte);
+  cv::Mat dst(bgr.rows, bgr.cols, CV_8UC(int(channels)), out.data_ptr<uint8_t>());
+  cv::cvtColor(bgr, dst, channels == 3 ? cv::COLOR_BGR2RGB : cv::COLOR_BGR2GRAY);
+  return out;
+}
+
 // The file's bytes; empty when it cannot be read (the OpenCV path then names the problem).
 std::vector<unsigned char> read_bytes(const std::string& path) {
   std::vector<unsigned char> data;
@@ -213,31 +228,52 @@ at::Tensor decode_image(const std::string& path, int64_t channels) {
 at::Tensor decode_image_region(const std::string& path, int64_t channels, const RegionPicker& pick) {
   if (channels != 1 && channels != 3)
     throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
-  std::optional<CropBox> box;
   std::vector<unsigned char> data = read_bytes(path);
+  if (data.empty()) {  // missing, unreadable or empty: OpenCV names which
+    at::Tensor full = decode_with_opencv(path, channels);
+    CropBox b = pick(full.size(0), full.size(1));
+    return full.narrow(0, b.top, b.height).narrow(1, b.left, b.width).contiguous();
+  }
+  return decode_image_bytes(data, path, channels, pick);
+}
+
+at::Tensor decode_image_bytes(const std::vector<unsigned char>& data, const std::string& what, int64_t channels,
+                              const RegionPicker& pick) {
+  if (channels != 1 && channels != 3)
+    throw std::invalid_argument("decode_image: channels must be 1 or 3, got " + std::to_string(channels));
+  std::optional<CropBox> box;
   // PNG sizes are 32-bit: their product fits in 64 bits unsigned, not signed.
   if (auto hw = header_size(data); hw && uint64_t(hw->first) * uint64_t(hw->second) > uint64_t(kMaxPixels))
-    throw UnreadableFile(path + ": " + std::to_string(hw->second) + " x " + std::to_string(hw->first) + " = " +
+    throw UnreadableFile(what + ": " + std::to_string(hw->second) + " x " + std::to_string(hw->first) + " = " +
                          std::to_string(uint64_t(hw->first) * uint64_t(hw->second)) + " pixels, more than " + std::to_string(kMaxPixels) +
                          " (PIL's decompression-bomb limit, which torchvision's loader enforces)");
-  if (!data.empty() && !is_listed_format(data))
-    throw UnreadableFile(path + ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file (judged by its first bytes)");
+  if (data.empty()) throw UnreadableFile(what + ": cannot decode the image (empty)");
+  if (!is_listed_format(data))
+    throw UnreadableFile(what + ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file (judged by its first bytes)");
   if (is_jpeg(data))
     if (auto img = decode_jpeg(data, channels, pick, &box)) return *img;
   // Not a JPEG, or one libjpeg could not decode cleanly: the whole image, then the box (drawn
   // only once: the decoder may have read the header before giving up).
-  at::Tensor full = decode_with_opencv(path, channels);
+  at::Tensor full = decode_with_opencv(data, what, channels);
   CropBox b = box ? *box : pick(full.size(0), full.size(1));
   return full.narrow(0, b.top, b.height).narrow(1, b.left, b.width).contiguous();
 }
 
+namespace {
+
+// OpenCV's encoders take BGR; `img` keeps the memory a grayscale Mat points to.
+cv::Mat opencv_order(at::Tensor& img) {
+  cv::Mat m = as_mat(img), bgr;
+  if (m.channels() != 3) return m;
+  cv::cvtColor(m, bgr, cv::COLOR_RGB2BGR);  // a new buffer: the caller's image stays RGB
+  return bgr;
+}
+
+}  // namespace
+
 void write_image(const std::string& path, const at::Tensor& image) {
   at::Tensor img = image;
-  cv::Mat m = as_mat(img), bgr;
-  if (m.channels() == 3)
-    cv::cvtColor(m, bgr, cv::COLOR_RGB2BGR);  // a new buffer: the caller's image stays RGB
-  else
-    bgr = m;
+  cv::Mat bgr = opencv_order(img);
   bool ok = false;
   try {
     ok = cv::imwrite(path, bgr);
@@ -245,6 +281,20 @@ void write_image(const std::string& path, const at::Tensor& image) {
     throw DataError(path + ": cannot write the image (" + e.err + ")");
   }
   if (!ok) throw DataError(path + ": cannot write the image");
+}
+
+std::vector<unsigned char> encode_png(const at::Tensor& image) {
+  at::Tensor img = image;
+  cv::Mat bgr = opencv_order(img);
+  std::vector<unsigned char> out;
+  bool ok = false;
+  try {
+    ok = cv::imencode(".png", bgr, out);
+  } catch (const cv::Exception& e) {
+    throw DataError("cannot encode the image as PNG (" + e.err + ")");
+  }
+  if (!ok) throw DataError("cannot encode the image as PNG");
+  return out;
 }
 
 }  // namespace trainrun

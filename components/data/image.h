@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace trainrun {
 
@@ -34,8 +35,18 @@ at::Tensor decode_image(const std::string& path, int64_t channels);
 // then cropped.
 at::Tensor decode_image_region(const std::string& path, int64_t channels, const RegionPicker& pick);
 
+// decode_image_region of a file's bytes already in memory (a tar shard's member); `what` names
+// them in errors ("shard.tar: key.jpg").
+at::Tensor decode_image_bytes(const std::vector<unsigned char>& data, const std::string& what, int64_t channels,
+                              const RegionPicker& pick);
+
 // Writes a uint8 H x W x C image (RGB or grayscale) in the format the extension names
 // (.jpg at OpenCV's default quality 95, .png, ...). For fixtures and benchmarks.
 void write_image(const std::string& path, const at::Tensor& image);
+
+// A uint8 H x W x C image (RGB or grayscale) as the bytes of a PNG file: lossless, so a reader
+// decodes exactly these pixels (the image field `trainrun shards` writes for datasets that are
+// not image files).
+std::vector<unsigned char> encode_png(const at::Tensor& image);
 
 }  // namespace trainrun

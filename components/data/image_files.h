@@ -19,6 +19,7 @@ class ImageFiles : public Dataset {
   Example get_region(std::size_t i, const RegionPicker& pick) const override;
   int64_t label(std::size_t i) const override { return labels_.at(i); }
   const std::string& path(std::size_t i) const { return paths_.at(i); }
+  std::optional<std::string> source_file(std::size_t i) const override { return paths_.at(i); }
 
   // The examples at `indices`, in that order.
   std::shared_ptr<ImageFiles> select(const std::vector<int64_t>& indices) const;

@@ -8,6 +8,7 @@
 #include "components/data/transform.h"
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <deque>
@@ -18,6 +19,10 @@
 #include <vector>
 
 namespace trainrun {
+
+namespace wds {
+struct RawSample;
+}
 
 class ThreadPool;
 
@@ -53,6 +58,18 @@ class DataLoader {
   const Dataset& dataset() const { return *dataset_; }
   int64_t skipped_files() const { return skipped_->load(); }  // since the loader was made
 
+  // Streaming datasets (webdataset shards, Dataset::shards()): max(1, workers) streams per rank,
+  // each reading its own shards on a thread of its own (shard_stream.h); batch b of a training
+  // epoch is the next batch of stream b % streams, as a DataLoader's workers take turns.
+  // Evaluation takes the streams in turn, each to its end.
+  bool streaming() const { return dataset_->shards() != nullptr; }
+  // Where the streams stand after the last batch next() returned (null for a dataset read by
+  // index: its sampler order and the batch count say it all). restore(state) before
+  // start_epoch(epoch, skip) continues from there when the state is of that epoch and batch;
+  // without one, start_epoch replays the skipped batches' samples (read, not decoded).
+  nlohmann::json state() const;
+  void restore(const nlohmann::json& state) { restore_ = state; }
+
  private:
   struct Loaded {  // one example after its transforms; input undefined when skipped
     at::Tensor input;
@@ -60,14 +77,20 @@ class DataLoader {
     std::string error;  // why it was skipped
   };
   struct PendingBatch;
-  // `slot`: the example's place in its batch's preallocated inputs (or undefined).
-  Loaded load_example(int64_t index, int64_t epoch, const at::Tensor& slot) const;
+  class Feed;
+  // `slot`: the example's place in its batch's preallocated inputs (or undefined); `raw`: the
+  // sample of a streaming dataset (`index` then only seeds its transforms).
+  Loaded load_example(int64_t index, int64_t epoch, const at::Tensor& slot, const wds::RawSample* raw = nullptr) const;
   at::Tensor allocate_inputs(int64_t examples) const;
   static at::Tensor slot(const at::Tensor& inputs, std::size_t k);
   // The batch's examples stacked (or already in `inputs`), then the batch transforms.
   Batch collate(const std::vector<Loaded>& examples, const at::Tensor& inputs, int64_t batch_index, int64_t epoch) const;
   static Batch pinned(Batch batch);
   void fill();
+  void fill_streams();
+  void start_streams(int64_t epoch, int64_t skip_batches);
+  // Posts one batch's examples (indices, or a stream's samples) to the workers, or loads it here.
+  void schedule(std::vector<int64_t> indices, std::vector<wds::RawSample> samples, int64_t batch_index);
 
   std::shared_ptr<const Dataset> dataset_;
   Compose transforms_;
@@ -79,6 +102,15 @@ class DataLoader {
   std::deque<std::future<Batch>> pending_;
   std::vector<int64_t> example_shape_;  // of the last batch's inputs (one example), when float
   std::shared_ptr<std::atomic<int64_t>> skipped_ = std::make_shared<std::atomic<int64_t>>(0);
+
+  // Streaming only.
+  int64_t streams_ = 1;
+  std::vector<std::unique_ptr<Feed>> feeds_;
+  std::deque<std::pair<int64_t, nlohmann::json>> pending_states_;  // per pending batch: its stream, the state after it
+  std::vector<nlohmann::json> consumed_;  // per stream: the state after its last batch next() returned
+  int64_t batches_returned_ = 0;
+  int64_t eval_turn_ = 0;  // evaluation: the stream whose turn it is
+  std::optional<nlohmann::json> restore_;
 };
 
 }  // namespace trainrun

@@ -3,11 +3,14 @@
 #include "runner/cli/commands.h"
 
 #include "components/data/download.h"
+#include "components/data/webdataset.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/preflight.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
+
+#include <future>
 
 #include <iostream>
 #include <map>
@@ -23,6 +26,32 @@ void print_transforms(const char* title, const YAML::Node& list, const std::stri
     params << YAML::Flow << item.begin()->second;
     std::cout << "  " << item.begin()->first.as<std::string>() << " " << params.c_str() << "\n";
   }
+}
+
+// A webdataset split: how many shards, the first and the last, how many open (each opened and
+// its first sample read, 8 at a time); the problems of those that do not.
+int64_t print_shards(const std::string& split, const wds::ShardSet& set, int64_t world) {
+  std::vector<std::future<std::string>> probes;
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < set.urls.size(); ++i) {
+    probes.push_back(std::async(std::launch::async, wds::open_problem, set.urls[i], set.open));
+    if (probes.size() == 8 || i + 1 == set.urls.size()) {
+      for (auto& p : probes)
+        if (std::string why = p.get(); !why.empty()) problems.push_back(why);
+      probes.clear();
+    }
+  }
+  const int64_t n = int64_t(set.urls.size());
+  std::cout << "  " << split << " shards: " << n << " (" << set.urls.front()
+            << (n > 1 ? " ... " + set.urls.back() : "") << "), " << n - int64_t(problems.size()) << " of " << n << " open";
+  if (set.num_samples > 0)
+    std::cout << "; " << thousands(set.num_samples) << " samples"
+              << (set.sizes.empty() ? " (num_samples)" : " (sizes.json)");
+  if (split == "train") std::cout << ", " << thousands(set.num_samples / world) << " per process an epoch";
+  std::cout << "\n";
+  for (std::size_t i = 0; i < problems.size() && i < 5; ++i) std::cout << "    cannot open: " << problems[i] << "\n";
+  if (problems.size() > 5) std::cout << "    ... and " << problems.size() - 5 << " more\n";
+  return int64_t(problems.size());
 }
 
 std::string class_counts_line(const Dataset& d, const std::vector<std::string>& classes) {
@@ -277,15 +306,25 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   std::cout << "data: " << c.data.dataset << ", " << job.data.classes.size()
             << " classes, " << thousands(int64_t(job.data.train->size())) << " train / "
             << thousands(int64_t(job.data.eval->size())) << " " << job.data.eval_split_name << " examples\n";
-  std::cout << "  train class counts: " << class_counts_line(*job.data.train, job.data.classes) << "\n";
-  std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts_line(*job.data.eval, job.data.classes)
-            << "\n";
+  int64_t unopened = 0;
+  if (const wds::ShardSet* train = job.data.train->shards()) {
+    unopened += print_shards("train", *train, world);
+    if (const wds::ShardSet* eval = job.data.eval->shards()) unopened += print_shards(job.data.eval_split_name, *eval, world);
+  } else {
+    std::cout << "  train class counts: " << class_counts_line(*job.data.train, job.data.classes) << "\n";
+    std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts_line(*job.data.eval, job.data.classes)
+              << "\n";
+  }
   print_pipelines(job);
   std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"
             << (world > 1 ? "es" : "") << (accum > 1 ? " x " + std::to_string(accum) + " accumulated" : "") << "), total " << total << " optimizer steps\n";
   print_world(job);
   print_param_groups(job);
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";
+  if (unopened > 0) {
+    std::cerr << "check: " << unopened << " shard" << (unopened > 1 ? "s" : "") << " cannot be opened (listed above)\n";
+    return kExitBadInput;
+  }
   return kExitOk;
 }
 

@@ -63,7 +63,9 @@ RunLength run_length(const Job& job, int64_t world_size) {
   r.world_size = world_size;
   const int64_t examples = int64_t(job.data.train->size()), batch = job.config.data.batch_size;
   const int64_t accum = job.config.train.grad_accum_steps;
-  r.examples_per_rank = (examples + world_size - 1) / world_size;
+  // A sampler pads to a multiple of the world size (DistributedSampler); shards are read as
+  // streams of num_samples / world each (components/data/loader.h).
+  r.examples_per_rank = job.data.train->shards() ? examples / world_size : (examples + world_size - 1) / world_size;
   r.batches_per_epoch = (r.examples_per_rank + batch - 1) / batch;
   r.steps_per_epoch = (r.batches_per_epoch + accum - 1) / accum;
   r.total_steps = r.steps_per_epoch * job.config.train.epochs;

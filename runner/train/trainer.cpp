@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -119,6 +120,7 @@ void TrainLoop::resume() {
     checkpoint_step_ = state_.global_step;  // saved already
     ended_early_ = restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
                                               (std::filesystem::path(*resumed_from_) / kStateFile).string());
+    restore_loader_state(*resumed_from_);
     control_.should_training_stop = ended_early_;
   }
   device_sums_ = std::make_unique<DeviceLossSums>(sums_, acc_->device());
@@ -129,6 +131,32 @@ void TrainLoop::resume() {
   state_.eval_steps = t.eval_steps;
   state_.save_steps = job_.config.output.save_steps();
   state_.train_batch_size = job_.config.data.batch_size;
+}
+
+// The shard streams continue where the checkpoint's were (their positions and shuffle buffers);
+// a checkpoint without them (or of another world size) makes the loader replay the epoch's
+// batches instead (loader.h).
+void TrainLoop::restore_loader_state(const std::string& folder) {
+  if (!train_loader_->streaming()) return;
+  const fs::path file = fs::path(folder) / kLoaderStateFile;
+  std::ifstream in(file);
+  if (!in) {
+    spdlog::warn("{}: not in the checkpoint; the epoch's batches are replayed up to step {}", file.string(),
+                 state_.global_step);
+    return;
+  }
+  try {
+    nlohmann::json all = nlohmann::json::parse(in);
+    const auto& ranks = all.at("ranks");
+    if (int64_t(ranks.size()) == acc_->world_size()) {
+      train_loader_->restore(ranks.at(std::size_t(acc_->rank())));
+    } else {
+      spdlog::warn("{}: saved by {} processes, this run has {}; the epoch's batches are replayed (not the same "
+                   "samples: the shards split over ranks differently)", file.string(), ranks.size(), acc_->world_size());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw TrainingError(file.string() + ": not a loader state trainrun wrote: " + e.what());
+  }
 }
 
 // Callbacks hear of a failure (not of a stop a signal asked for: that one ended with on_train_end)
@@ -306,10 +334,30 @@ void TrainLoop::write_checkpoint() {
   state_.epoch = double(state_.epoch_index) + double(state_.batches_in_epoch) / double(length_.batches_per_epoch);
   CheckpointFiles files;
   fire([&](Callback& c) { c.on_save_checkpoint(*this, files); });
+  if (train_loader_->streaming()) files.add(kLoaderStateFile, gather_loader_states());
   std::string folder = checkpoints_->save(parts(), state_, loop_sums(), unsaved_eval_, files.files());
   unsaved_eval_.reset();
   checkpoint_step_ = state_.global_step;
   if (is_main_process()) spdlog::info("Saving model checkpoint to {} ({:.2f} s)", folder, seconds_since(began));
+}
+
+// Each rank's shard streams (where every stream reads next and what its shuffle buffer holds),
+// gathered to rank 0 as one JSON document: {"world_size": N, "ranks": [state of rank 0, ...]}.
+// Every rank calls it.
+std::string TrainLoop::gather_loader_states() {
+  const std::string own = train_loader_->state().dump();
+  at::Tensor bytes = at::empty({int64_t(own.size())}, at::kByte);
+  std::memcpy(bytes.data_ptr(), own.data(), own.size());
+  at::Tensor all = acc_->gather_for_metrics(bytes.to(acc_->device())).cpu();
+  at::Tensor lengths = acc_->gather_for_metrics(at::full({1}, int64_t(own.size()), at::kLong).to(acc_->device())).cpu();
+  nlohmann::json out{{"world_size", acc_->world_size()}, {"ranks", nlohmann::json::array()}};
+  const char* p = static_cast<const char*>(all.data_ptr());
+  for (int64_t r = 0, at = 0; r < lengths.size(0); ++r) {
+    const int64_t n = lengths[r].item<int64_t>();
+    out["ranks"].push_back(nlohmann::json::parse(std::string(p + at, std::size_t(n))));
+    at += n;
+  }
+  return out.dump() + "\n";
 }
 
 // Every rank exits only once rank 0 has written the checkpoint: launchers that end a job at its

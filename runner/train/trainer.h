@@ -78,6 +78,8 @@ class TrainLoop final : public Trainer {
   void evaluate_now();
   void save_now();
   void write_checkpoint();
+  std::string gather_loader_states();
+  void restore_loader_state(const std::string& folder);
   [[noreturn]] void stop_now();
   EvalResult finish();
   void set_train_mode();

@@ -22,7 +22,7 @@ test::RunResult generate(const std::string& dir) {
   return run("env -u TRAINRUN_PLUGINS " + trainrun("describe --format markdown --output " + dir));
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> text_lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
@@ -31,7 +31,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 // "line N: committed '...', generated '...'" for the first line where the two differ.
 std::string first_difference(const std::string& committed, const std::string& generated) {
-  auto a = lines_of(committed), b = lines_of(generated);
+  auto a = text_lines(committed), b = text_lines(generated);
   for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
     std::string x = i < a.size() ? "'" + a[i] + "'" : "(end of file)";
     std::string y = i < b.size() ? "'" + b[i] + "'" : "(end of file)";
@@ -69,7 +69,7 @@ std::map<std::string, std::vector<std::string>> shipped_components() {
   EXPECT_EQ(r.code, 0) << r.err;
   std::map<std::string, std::vector<std::string>> out;
   std::string kind;
-  for (auto& line : lines_of(r.out)) {
+  for (auto& line : text_lines(r.out)) {
     if (!line.empty() && line[0] != ' ') kind = line.substr(0, line.find(':'));
     else if (line.size() > 2) out[kind].push_back(line.substr(2, line.find(' ', 2) - 2));
   }
@@ -121,7 +121,7 @@ TEST(Docs, ReferenceHeadingsAreUniqueAnchors) {
   for (auto& [page, text] : generated_pages()) {
     std::set<std::string> seen;
     bool in_fence = false;
-    for (auto& line : lines_of(text)) {
+    for (auto& line : text_lines(text)) {
       if (line.rfind("```", 0) == 0) in_fence = !in_fence;
       if (in_fence || line.empty() || line[0] != '#') continue;
       std::string heading = line.substr(line.find(' ') + 1);
