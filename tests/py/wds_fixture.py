@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""WebDataset shards for the webdataset tests, written with Python's own tarfile as
+webdataset's TarWriter writes them (USTAR, one member per field, <key>.png and <key>.cls):
+
+    wds_fixture.py DIR TRAIN_SAMPLES PER_SHARD [EVAL_SAMPLES]
+
+DIR/train-000000.tar ... and DIR/val-000000.tar ..., sizes.json ({shard: samples}) and
+classes.txt (4 classes). Sample i is a 20-32 x 20-32 RGB PNG whose colour depends on its label
+(i % 4) and on i, so a small network learns something; deterministic: the same bytes every run.
+"""
+import io
+import json
+import os
+import random
+import sys
+import tarfile
+
+from PIL import Image
+
+CLASSES = ["circle", "square", "star", "wave"]
+
+
+def sample_png(i, label, rng):
+    w, h = 20 + i % 13, 20 + (i * 7) % 13
+    img = Image.new("RGB", (w, h), (label * 60 + rng.randrange(20), rng.randrange(256), 200 - label * 40))
+    px = img.load()
+    for k in range(w * h // 8):
+        px[rng.randrange(w), rng.randrange(h)] = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+    out = io.BytesIO()
+    img.save(out, "PNG")
+    return out.getvalue()
+
+
+def write_shard(path, first, count, rng):
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for i in range(first, first + count):
+            label = i % 4
+            for field, data in (("png", sample_png(i, label, rng)), ("cls", str(label).encode())):
+                info = tarfile.TarInfo(f"{i:06d}.{field}")
+                info.size, info.mtime, info.mode, info.uname, info.gname = len(data), 0, 0o444, "bigdata", "bigdata"
+                tar.addfile(info, io.BytesIO(data))
+
+
+def main():
+    out, total, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    evals = int(sys.argv[4]) if len(sys.argv) > 4 else total // 4
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(0)
+    sizes = {}
+    for split, n, base in (("train", total, 0), ("val", evals, 1_000_000)):
+        for k, start in enumerate(range(0, n, per)):
+            name = f"{split}-{k:06d}.tar"
+            count = min(per, n - start)
+            write_shard(os.path.join(out, name), base + start, count, rng)
+            sizes[name] = count
+    with open(os.path.join(out, "sizes.json"), "w") as f:
+        json.dump(sizes, f, indent=1)
+    with open(os.path.join(out, "classes.txt"), "w") as f:
+        f.write("\n".join(CLASSES) + "\n")
+
+
+if __name__ == "__main__":
+    main()
