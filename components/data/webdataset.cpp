@@ -382,17 +382,22 @@ struct ShardReader::Impl {
       Member m{split->first, split->second, name, offset, {}};
       for (char& c : m.field) c = char(std::tolower(static_cast<unsigned char>(c)));
       const int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
-      m.data.reserve(std::size_t(std::max<int64_t>(size, 0)));
+      // Straight into the member's string (not through `buffer`: libarchive copies out of the
+      // block the read callback handed it, which lives there).
+      m.data.resize(std::size_t(std::max<int64_t>(size, 0)));
+      std::size_t got = 0;
       for (;;) {
-        la_ssize_t n = archive_read_data(a, buffer.data(), buffer.size());
+        if (got == m.data.size()) m.data.resize(std::max<std::size_t>(2 * got, 4096));
+        la_ssize_t n = archive_read_data(a, m.data.data() + got, m.data.size() - got);
         if (n == 0) break;
         if (n < 0) {
           if (!error.empty()) throw ShardError(error);
           std::string why = archive_error_string(a) ? archive_error_string(a) : "";
           throw ShardError(url + ": truncated tar archive: member '" + name + "' ends early (" + why + ")");
         }
-        m.data.append(buffer.data(), std::size_t(n));
+        got += std::size_t(n);
       }
+      m.data.resize(got);
       return m;
     }
   }

@@ -73,8 +73,13 @@ std::optional<std::string> sidecar(const std::string& dir, const std::string& na
     while (std::size_t n = stream.read(buf, sizeof buf)) out.append(buf, n);
     return out;
   } catch (const DownloadError& e) {
-    if (std::string(e.what()).find("HTTP 404") != std::string::npos) return std::nullopt;
-    throw DataError(std::string("cannot read ") + name + " beside the shards: " + e.what());
+    const std::string why = e.what();
+    if (why.find("HTTP 404") != std::string::npos) return std::nullopt;
+    const bool refused = why.find("HTTP 401") != std::string::npos || why.find("HTTP 403") != std::string::npos;
+    throw DataError("cannot read " + name + " beside the shards: " + why +
+                    (refused ? (o.headers.empty() ? "; if the repository is gated or private, set HF_TOKEN"
+                                                  : "; the token (HF_TOKEN) has no access to it")
+                             : ""));
   }
 }
 

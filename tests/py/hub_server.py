@@ -13,6 +13,7 @@ CONFIG:
                            "gated": false,      # 401 without "Authorization: Bearer <token>"
                            "lfs": true}},       # false: served like a small git file (200, git-sha1 ETag);
                                                 # a file's own "lfs" wins (config.json beside LFS weights)
+   (a dataset repo's key is "datasets/ORG/NAME", served at /datasets/ORG/NAME/resolve/...)
    "renamed": {"old/tiny": "timm/tiny"},        # relative redirect, as the Hub does for a moved repo
    "token": "hf_...",
    "files_dir": "/dir",                         # /files/<name>
@@ -103,6 +104,8 @@ class Handler(BaseHTTPRequestHandler):
             except (KeyError, OSError):
                 data = None
             return self.send_bytes(path, data, body, [])
+        if len(parts) >= 7 and parts[1] == "datasets" and parts[4] == "resolve":  # a dataset repo
+            return self.resolve("/".join(parts[1:4]), parts[5], "/".join(parts[6:]), body)
         if len(parts) >= 6 and parts[3] == "resolve":
             return self.resolve(parts[1] + "/" + parts[2], parts[4], "/".join(parts[5:]), body)
         self.reply(404, data=b"not found", body=body)
