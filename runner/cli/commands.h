@@ -1,6 +1,6 @@
 // runner/cli/ is the trainrun binary: main.cpp parses the command line and maps errors to exit
-// codes; each command lives in its own file (train, check, eval, predict, catalog = list/describe,
-// reference = describe --format markdown).
+// codes; each command lives in its own file (train, check, eval, predict, export, shards, catalog =
+// list/describe, reference = describe --format markdown).
 #pragma once
 
 #include "runner/distributed/exit_codes.h"
@@ -42,6 +42,10 @@ int cmd_predict(const std::vector<std::string>& args, const std::string& checkpo
 // `format`: torchscript | onnx; `output` empty: beside the weights.
 int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
                const std::string& output, bool ema);
+// `trainrun shards`: data.dataset as WebDataset tar shards in `output` (new or empty);
+// `max_size` as --max-size takes it ("256MB").
+int cmd_shards(const std::vector<std::string>& args, const std::string& output, int64_t max_count,
+               const std::string& max_size, uint64_t seed, bool no_shuffle);
 int cmd_list(const std::string& kind);
 // "int | auto": a parameter's type and the words it also takes, as `describe` and the reference print it.
 std::string type_text(const Param& p);

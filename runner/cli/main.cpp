@@ -31,8 +31,9 @@ namespace {
 
 // What CLI11 fills in as it parses: every option's value and which subcommand was given.
 struct Options {
-  std::vector<std::string> args, check_args, eval_args, predict_args, export_args, images;
+  std::vector<std::string> args, check_args, eval_args, predict_args, export_args, shards_args, images;
   std::string kind, component, checkpoint, model, format, output;
+  std::string max_size = "3e9";
   std::string describe_format = "text", reference_dir;
   bool ema = false;
   bool schedule = false;
@@ -40,7 +41,11 @@ struct Options {
   bool download = false;
   int64_t top_k = 5;
   int64_t steps_per_epoch = 0;
-  CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *exporter = nullptr, *list = nullptr, *describe = nullptr;
+  int64_t max_count = 100000;
+  uint64_t seed = 0;
+  bool no_shuffle = false;
+  CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *exporter = nullptr, *shards = nullptr, *list = nullptr,
+           *describe = nullptr;
 };
 
 void add_commands(CLI::App& app, Options& o) {
@@ -71,6 +76,18 @@ void add_commands(CLI::App& app, Options& o) {
   o.exporter->add_option("--format", o.format, "torchscript | onnx")->required();
   o.exporter->add_option("--output", o.output, "the file to write (default: beside the weights, model.pt / model.onnx)");
   o.exporter->add_flag("--ema", o.ema, "the EMA weights (model_ema.safetensors of a checkpoint or run folder)");
+  o.shards = app.add_subcommand("shards", "write the recipe's data.dataset as WebDataset tar shards, with sizes.json and classes.txt");
+  o.shards->add_option("recipe", o.shards_args, "RECIPE.yaml [key.path=value ...]")->required();
+  o.shards->add_option("--output", o.output, "the folder to write (new or empty): train-000000.tar ..., "
+                                             "<eval split>-000000.tar ..., sizes.json, classes.txt")
+      ->required();
+  o.shards->add_option("--max-count", o.max_count, "samples per shard at most (default 100000, as webdataset's ShardWriter)")
+      ->check(CLI::PositiveNumber);
+  o.shards->add_option("--max-size", o.max_size,
+                       "bytes per shard file at most: 256MB, 1GB, 512KB (powers of 1000), 1GiB, or a number (default "
+                       "3e9, as ShardWriter); a larger sample gets a shard of its own");
+  o.shards->add_option("--seed", o.seed, "the sample order: torch.randperm(n) seeded with it (default 0)");
+  o.shards->add_flag("--no-shuffle", o.no_shuffle, "keep the dataset's order (a class-sorted folder makes one-class shards)");
   o.list = app.add_subcommand("list", "what the registries hold");
   std::string kind_names;  // the registries' kinds, not a list kept here
   for (auto& [name, _] : kinds()) kind_names += (kind_names.empty() ? "" : " | ") + name;
@@ -94,6 +111,7 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
   if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);
+  if (*o.shards) return cmd_shards(o.shards_args, o.output, o.max_count, o.max_size, o.seed, o.no_shuffle);
   if (o.args.empty()) {
     std::cout << app.help();
     return kExitBadInput;

@@ -155,6 +155,16 @@ void build_model(Job& job, const JobOptions& options) {
 
 }  // namespace
 
+DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool download) {
+  defer_dataset_downloads(!download);  // check: DownloadDeferred says what a run would fetch
+  DatasetSplits splits = Registry<Dataset>::instance().get(data.dataset).make(recipe.section("data.dataset"));
+  defer_dataset_downloads(false);
+  splits.train = limit(splits.train, data.max_train_samples);
+  splits.eval = limit(splits.eval, data.max_eval_samples);
+  if (splits.train->size() == 0) throw DataError("data.dataset: the training split is empty");
+  return splits;
+}
+
 Job build_job(Recipe recipe, const JobOptions& options) {
   Job job;
   job.recipe = std::move(recipe);
@@ -171,12 +181,7 @@ Job build_job(Recipe recipe, const JobOptions& options) {
     throw RecipeError("world.backend: nccl: this LibTorch was built without NCCL (USE_C10D_NCCL); use gloo");
 
   if (options.data) {
-    defer_dataset_downloads(!options.download);  // check: DownloadDeferred says what a run would fetch
-    job.data = Registry<Dataset>::instance().get(job.config.data.dataset).make(job.recipe.section("data.dataset"));
-    defer_dataset_downloads(false);
-    job.data.train = limit(job.data.train, job.config.data.max_train_samples);
-    job.data.eval = limit(job.data.eval, job.config.data.max_eval_samples);
-    if (job.data.train->size() == 0) throw DataError("data.dataset: the training split is empty");
+    job.data = build_datasets(job.recipe, job.config.data, options.download);
   } else {
     job.data.classes = options.classes;
   }

@@ -62,6 +62,11 @@ struct JobOptions {
   bool download = true;
 };
 
+// data.dataset built by its registry entry, with data.max_train_samples / max_eval_samples
+// applied: what a run trains and evaluates on, without the model (`trainrun shards`). `download`:
+// as JobOptions::download. Throws RecipeError or DataError.
+DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool download = true);
+
 // Builds data, model (with pretrained weights and freeze rules), transforms and loss. Fills
 // `auto` values (num_classes, normalize: model, threads) into job.recipe so the resolved
 // recipe shows what ran. Throws RecipeError, DataError or WeightsError: bad input, exit 2.

@@ -11,7 +11,9 @@ command to the first rule that takes it:
   the download needs the network); exit 0 required.
 - any other `trainrun ...` (a training run, `eval`): `trainrun check` with the same recipe and
   overrides, exit 0 required (runs are what the rest of the suite does; a page's command is held
-  to its recipe and overrides parsing, resolving and building).
+  to its recipe and overrides parsing, resolving and building). `trainrun shards` likewise, its
+  own options taken off (an option it does not have stays and fails the check); the command
+  itself is run by tests/cli/shards_test.cpp.
 - `torchrun`, `python3 tests/py/torchrun.py`: its options parsed by torch's own parser
   (torch.distributed.run.get_args_parser), and the program after it by these rules.
 - `srun`, `mpirun`: the program after the launcher's options by these rules (the launchers
@@ -125,6 +127,19 @@ def installed(path):
     return m.group(1) if m else path
 
 
+def shards_recipe_args(words):
+    """`trainrun shards`'s recipe and overrides: its options (runner/cli/main.cpp) taken off."""
+    out, i = [], 0
+    while i < len(words):
+        if words[i] in ("--output", "--max-count", "--max-size", "--seed"):
+            i += 2
+            continue
+        if words[i] != "--no-shuffle":
+            out.append(words[i])
+        i += 1
+    return out
+
+
 _ran = {}  # argv -> (exit code, stderr): a command several pages show runs once
 
 
@@ -139,10 +154,12 @@ def check_trainrun(page, line, command, args, env):
             argv.remove("--download")
             how = "ran without --download (the download needs the network)"
     else:
-        rest = list(args[1:] if args and args[0] in ("eval", "predict", "export") else args)
+        rest = list(args[1:] if args and args[0] in ("eval", "predict", "export", "shards") else args)
         if "--checkpoint" in rest:  # eval's checkpoint: a run's; the recipe is what is checked
             k = rest.index("--checkpoint")
             del rest[k : k + 2]
+        if args and args[0] == "shards":
+            rest = shards_recipe_args(rest)
         argv = ["check"] + rest
         how = "checked (trainrun " + " ".join(shlex.quote(a) for a in argv) + ")"
     key = (tuple(argv), tuple(sorted(env.items())))
