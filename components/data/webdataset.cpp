@@ -322,6 +322,7 @@ struct ShardReader::Impl {
   int64_t end_position = 0;
   std::vector<char> buffer = std::vector<char>(std::size_t(1) << 18);
   std::string error;  // a Source exception, carried across libarchive
+  std::string last_member;  // the last member read whole, for messages
 
   struct Member {
     std::string key, field, name;
@@ -365,10 +366,11 @@ struct ShardReader::Impl {
         std::string why = archive_error_string(a) ? archive_error_string(a) : "";
         if (!error.empty()) throw ShardError(error);
         if (why.find("Unrecognized archive format") != std::string::npos)
-          throw ShardError(url + ": not a tar archive (" + why + ")");
+          throw ShardError(url + ": not a tar archive (libarchive: " + why + ")");
         if (why.find("runcated") != std::string::npos)
-          throw ShardError(url + ": truncated tar archive at byte " +
-                           std::to_string(base + archive_read_header_position(a)) + " (" + why + ")");
+          throw ShardError(url + ": truncated tar archive" +
+                           (last_member.empty() ? std::string(" before its first member") : " after member '" + last_member + "'") +
+                           " (libarchive: " + why + ")");
         fail("cannot read a member header: ");
       }
       const int64_t offset = base + archive_read_header_position(a);
@@ -393,11 +395,12 @@ struct ShardReader::Impl {
         if (n < 0) {
           if (!error.empty()) throw ShardError(error);
           std::string why = archive_error_string(a) ? archive_error_string(a) : "";
-          throw ShardError(url + ": truncated tar archive: member '" + name + "' ends early (" + why + ")");
+          throw ShardError(url + ": truncated tar archive: member '" + name + "' ends early (libarchive: " + why + ")");
         }
         got += std::size_t(n);
       }
       m.data.resize(got);
+      last_member = name;
       return m;
     }
   }
@@ -423,7 +426,9 @@ ShardReader::ShardReader(const std::string& url, int64_t offset, const OpenOptio
     archive_read_free(s.a);
     s.a = nullptr;
     if (!carried.empty()) throw ShardError(carried);
-    throw ShardError(url + ": cannot open as a tar archive: " + why);
+    if (why.find("Unrecognized archive format") != std::string::npos)
+      throw ShardError(url + ": not a tar archive (libarchive: " + why + ")");
+    throw ShardError(url + ": cannot open as a tar archive (libarchive: " + why + ")");
   }
 }
 

@@ -610,6 +610,76 @@ TEST_F(BadInput, CorruptImageFatal) {
   EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
 }
 
+// WebDataset shards (tests/py/wds_fixture.py: 4 training shards of 40 samples, sizes.json,
+// classes.txt), `--no-label I` leaving out sample I's label; the recipe's dataset replaced by them.
+std::string shards_recipe(const BadInput& t, const test::TempDir& dir, const std::string& fixture_args = "") {
+  auto r = test::run(std::string(test::kPython) + " " + test::source("tests/py/wds_fixture.py") + " " + (dir / "shards") +
+                     " 160 40 40 " + fixture_args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return " 'data.dataset={name: webdataset, urls: \"" + (dir / "shards") + "/train-{000000..000003}.tar\", eval_urls: " +
+         (dir / "shards") + "/val-000000.tar}' 'data.train_transforms=[{resize: {size: [28, 28]}}, {grayscale: {}}, "
+         "to_tensor]' 'data.eval_transforms=[{resize: {size: [28, 28]}}, {grayscale: {}}, to_tensor]' "
+         "train.loss=cross_entropy";
+}
+
+TEST_F(BadInput, ShardPatternWithNoMatch) {
+  std::string args = recipe() + shards_recipe(*this, dir);
+  std::string wrong = dir / "shard";  // a typo for shards/
+  auto at = args.find((dir / "shards") + "/train-");
+  args.replace(at, (dir / "shards").size(), wrong);
+  expect_bad_input(args, "data.dataset.urls: no shard matches: none of the 4 files exists (the first: " + wrong +
+                             "/train-000000.tar)");
+}
+
+TEST_F(BadInput, NumSamplesLargerThanTheShards) {
+  expect_bad_input(recipe() + shards_recipe(*this, dir) + " data.dataset.num_samples=1000",
+                   "data.dataset.num_samples: 1000 is more than the 160 samples in the 4 shards (their sizes.json "
+                   "says); an epoch would repeat samples");
+}
+
+TEST_F(BadInput, ShardThatIsNotATar) {
+  const std::string args = recipe() + shards_recipe(*this, dir);
+  test::write_file(dir / "shards/train-000002.tar", "<html>not found</html>\n");
+  auto r = test::run(test::trainrun("check " + args));
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  const std::string line = "    cannot open: " + (dir / "shards/train-000002.tar") +
+                           ": not a tar archive (libarchive: Unrecognized archive format)";
+  EXPECT_TRUE(has_line(r.out, line)) << r.out;
+  EXPECT_NE(r.out.find("3 of 4 open"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "check: 1 shard cannot be opened (listed above)\n");
+  saw(line.substr(4) + "\n" + r.err, r.code);
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+TEST_F(BadInput, TruncatedShard) {
+  const std::string args = recipe() + shards_recipe(*this, dir);
+  // Cut inside the header of the shard's 12th member (000045.cls), wherever the PNGs this
+  // Pillow writes put it (GNU tar's --block-number says where).
+  auto blocks = test::run("tar -tRf " + (dir / "shards/train-000001.tar"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(blocks.out, m, std::regex("block (\\d+): 000045\\.cls"))) << blocks.out;
+  fs::resize_file(dir / "shards/train-000001.tar", std::stoull(m[1]) * 512 + 100);
+  const std::string why = (dir / "shards/train-000001.tar") +
+                          ": truncated tar archive after member '000045.png' (libarchive: Truncated tar archive)";
+  auto skipped = test::run(test::trainrun(args));
+  EXPECT_EQ(skipped.code, 0) << skipped.err;
+  EXPECT_TRUE(has_line(skipped.out, "skipped the rest of a shard: " + why)) << skipped.out;
+  saw("skipped the rest of a shard: " + why, 0);
+  EXPECT_TRUE(fs::exists(dir / "run/model.safetensors"));
+  fs::remove_all(dir / "run");
+  auto stopped = test::run(test::trainrun(args + " data.on_bad_file=error"));
+  expect_err(stopped, 1, "rank 0: " + why + "\n");
+  EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
+}
+
+TEST_F(BadInput, ShardSampleWithoutALabel) {
+  auto r = test::run(test::trainrun(recipe() + shards_recipe(*this, dir, "--no-label 3") + " data.on_bad_file=error"));
+  expect_err(r, 1, "rank 0: " + (dir / "shards/train-000000.tar") +
+                       ": sample '000003': no label (a cls or label field, or a json field's \"label\"); its fields: png\n");
+  EXPECT_TRUE(fs::exists(dir / "run/labels.json"));
+  EXPECT_FALSE(fs::exists(dir / "run/model.safetensors"));
+}
+
 TEST_F(BadInput, WeightsWithWrongKeys) {
   expect_bad_weights(weights("keys.safetensors", [](TensorList& t) { t[0].first = "convA.weight"; }),
                      "weights do not match the model: missing keys: conv1.weight; unexpected keys: convA.weight");

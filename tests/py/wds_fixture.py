@@ -2,10 +2,10 @@
 """WebDataset shards for the webdataset tests, written with Python's own tarfile as
 webdataset's TarWriter writes them (USTAR, one member per field, <key>.png and <key>.cls):
 
-    wds_fixture.py DIR TRAIN_SAMPLES PER_SHARD [EVAL_SAMPLES]
+    wds_fixture.py DIR TRAIN_SAMPLES PER_SHARD [EVAL_SAMPLES] [--no-label I]
 
 DIR/train-000000.tar ... and DIR/val-000000.tar ..., sizes.json ({shard: samples}) and
-classes.txt (4 classes). Sample i is a 20-32 x 20-32 RGB PNG whose colour depends on its label
+classes.txt (4 classes). --no-label I leaves out sample I's .cls (a sample without a label). Sample i is a 20-32 x 20-32 RGB PNG whose colour depends on its label
 (i % 4) and on i, so a small network learns something; deterministic: the same bytes every run.
 """
 import io
@@ -31,19 +31,26 @@ def sample_png(i, label, rng):
     return out.getvalue()
 
 
-def write_shard(path, first, count, rng):
+def write_shard(path, first, count, rng, no_label):
     with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
         for i in range(first, first + count):
             label = i % 4
-            for field, data in (("png", sample_png(i, label, rng)), ("cls", str(label).encode())):
+            fields = [("png", sample_png(i, label, rng)), ("cls", str(label).encode())]
+            for field, data in fields[:1] if i == no_label else fields:
                 info = tarfile.TarInfo(f"{i:06d}.{field}")
                 info.size, info.mtime, info.mode, info.uname, info.gname = len(data), 0, 0o444, "bigdata", "bigdata"
                 tar.addfile(info, io.BytesIO(data))
 
 
 def main():
-    out, total, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    evals = int(sys.argv[4]) if len(sys.argv) > 4 else total // 4
+    args = sys.argv[1:]
+    no_label = -1
+    if "--no-label" in args:
+        at = args.index("--no-label")
+        no_label = int(args[at + 1])
+        del args[at : at + 2]
+    out, total, per = args[0], int(args[1]), int(args[2])
+    evals = int(args[3]) if len(args) > 3 else total // 4
     os.makedirs(out, exist_ok=True)
     rng = random.Random(0)
     sizes = {}
@@ -51,7 +58,7 @@ def main():
         for k, start in enumerate(range(0, n, per)):
             name = f"{split}-{k:06d}.tar"
             count = min(per, n - start)
-            write_shard(os.path.join(out, name), base + start, count, rng)
+            write_shard(os.path.join(out, name), base + start, count, rng, no_label)
             sizes[name] = count
     with open(os.path.join(out, "sizes.json"), "w") as f:
         json.dump(sizes, f, indent=1)
