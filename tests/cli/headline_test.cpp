@@ -92,13 +92,14 @@ TEST_F(Headline, PetsRecipeRunsFromNothingThenDownloadsNothing) {
 
 // Every shipped fine-tune recipe (recipes/pets_*.yaml) runs as shipped: its model's published
 // weights come from the Hub stand-in (ImageNet-shaped weights of that architecture at the repo
-// `model.pretrained: true` names), the pet images from the mirror, and a couple of steps train.
+// `model.pretrained: true` names), the pet images from the mirror (a pets_*_shards.yaml recipe:
+// written as shards first), and a couple of steps train.
 class ShippedRecipe : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::filesystem::create_directories(dir / "src/images");
     torch::manual_seed(3);
-    for (int i = 1; i <= 6; ++i) {
+    for (int i = 1; i <= 7; ++i) {  // 14 images: 11 train, 3 validation (val_fraction 0.2)
       write_image(dir / ("src/images/Abyssinian_" + std::to_string(i) + ".jpg"), torch::randint(0, 120, {60, 80, 3}, torch::kUInt8));
       write_image(dir / ("src/images/beagle_" + std::to_string(i) + ".jpg"), torch::randint(100, 256, {80, 60, 3}, torch::kUInt8));
     }
@@ -125,6 +126,13 @@ TEST_P(ShippedRecipe, RunsAsShippedWithItsPublishedWeights) {
   std::string env = "cd " + (dir / "work") + " && env -u HF_HUB_CACHE -u HF_HUB_OFFLINE HF_HOME=" + (dir / "hf") +
                     " HF_ENDPOINT=" + server->url() + " TRAINRUN_DATASETS_MIRROR=" + server->url("/files") +
                     " TRAINRUN_DATASETS_MD5=images.tar.gz=" + file_md5(dir / "mirror/images.tar.gz") + " ";
+  if (GetParam().find("_shards.yaml") != std::string::npos) {
+    // Its comment's first command, scaled down: the pets folder (from the mirror) written as
+    // shards of 2, so 6 training and 2 validation shards, as many as its patterns name.
+    auto shards = test::run(env + test::trainrun("shards " + test::source("recipes/pets_resnet50d.yaml") +
+                                                 " --output data/pets-shards --max-count 2"));
+    ASSERT_EQ(shards.code, 0) << shards.out << shards.err;
+  }
   auto r = test::run(env + test::trainrun(test::source("recipes/" + GetParam()) +
                                           " train.epochs=1 data.batch_size=4 data.max_train_samples=8"
                                           " data.max_eval_samples=4 data.workers=1 world.threads_per_proc=2"
