@@ -405,7 +405,7 @@ struct HttpStreamState {
       {
         std::unique_lock<std::mutex> lock(mu);
         ++reconnections;
-        if (cv.wait_for(lock, std::chrono::milliseconds(200 << attempt), [this] { return stop; })) return;
+        if (cv.wait_for(lock, std::chrono::milliseconds(200 << std::min(attempt, 6)), [this] { return stop; })) return;
       }
     }
   }

@@ -75,8 +75,8 @@ HttpResponse http_head(const std::string& url, const std::vector<std::string>& h
 // into a bounded buffer (`buffer_bytes`), so neither the whole body nor a file is ever held. When
 // the server closes before the end (or the connection breaks), the stream reconnects with
 // "Range: bytes=N-" from the last byte it received, up to `retries` times a stream, waiting 0.2 s,
-// 0.4 s, ... between tries (a server that ignores the Range answers 200: the bytes already had are
-// skipped). An HTTP error status is not retried. Redirects are followed; `headers` go with every
+// 0.4 s, ... (at most 12.8 s) between tries (a server that ignores the Range answers 200: the
+// bytes already had are skipped). An HTTP error status is not retried. Redirects are followed; `headers` go with every
 // request (curl sends an Authorization header only to the host first asked).
 class HttpStream {
  public:
