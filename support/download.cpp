@@ -400,8 +400,7 @@ struct HttpStreamState {
       if (code == CURLE_OK) return finish("");
       if (attempt >= retries)
         return finish(url + ": " + curl_failure(code, errors) + fmt::format(" (after {} reconnections)", attempt));
-      spdlog::warn("{}: {} after {} bytes; reconnecting from byte {}", url, curl_failure(code, errors),
-                   offset + received, offset + received);
+      spdlog::warn("{}: {}; reconnecting from byte {}", url, curl_failure(code, errors), offset + received);
       {
         std::unique_lock<std::mutex> lock(mu);
         ++reconnections;

@@ -5,6 +5,8 @@
 
 #include <curl/curl.h>
 
+#include <chrono>
+
 namespace trainrun {
 namespace {
 
@@ -183,6 +185,52 @@ TEST_F(Download, HeadFollowsRedirectsOnlyWhenAsked) {
   EXPECT_EQ(last.headers["content-length"], "7");
   EXPECT_EQ(last.url.find("http://localhost:"), 0u) << last.url;
   EXPECT_EQ(server->count("GET "), 0);
+}
+
+// HttpStream (the webdataset shards' reader over HTTP): the body in order, in reads of any size,
+// whatever the server does to the connection.
+std::string read_all(HttpStream& s, std::size_t chunk) {
+  std::string out;
+  std::vector<char> buf(chunk);
+  while (std::size_t n = s.read(buf.data(), buf.size())) out.append(buf.data(), n);
+  return out;
+}
+
+TEST_F(Download, HttpStreamReadsTheBodyAndReconnectsFromTheByteWhereItBroke) {
+  serve({{"truncate", true}});  // the first answer of each file stops half-way, then closes
+  HttpStream cut(server->url("/files/data.bin"), {}, 0, 3, 4096);  // a small buffer: curl waits for the reader
+  EXPECT_EQ(read_all(cut, 1000), data);
+  EXPECT_EQ(cut.reconnections(), 1);
+  const auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0], "GET /files/data.bin -");
+  EXPECT_EQ(requests[1], "GET /files/data.bin bytes=" + std::to_string(data.size() / 2) + "-");
+  // From an offset (a resumed shard), with the cut already spent.
+  HttpStream from(server->url("/files/data.bin"), {}, 123456);
+  EXPECT_EQ(read_all(from, 1 << 16), data.substr(123456));
+  // Without reconnections the cut is an error naming the URL.
+  HttpStream again(server->url("/files/other.bin"), {}, 0, 0);
+  std::string err = test::error_of<DownloadError>([&] { read_all(again, 512); });
+  EXPECT_NE(err.find(server->url("/files/other.bin") + ": HTTP 404"), std::string::npos) << err;
+}
+
+TEST_F(Download, HttpStreamTakesAWholeAnswerWhenTheServerIgnoresTheRange) {
+  serve({{"truncate", true}, {"ranges", false}});
+  HttpStream s(server->url("/files/data.bin"), {}, 0, 3);
+  EXPECT_EQ(read_all(s, 7777), data);  // the second answer is the whole file: its first half skipped
+  HttpStream late(server->url("/files/data.bin"), {}, 1000);
+  EXPECT_EQ(read_all(late, 7777), data.substr(1000));
+}
+
+TEST_F(Download, HttpStreamLeftUnreadIsDroppedAtOnce) {
+  serve();
+  auto start = std::chrono::steady_clock::now();
+  {
+    HttpStream s(server->url("/files/data.bin"), {}, 0, 3, 1024);
+    char c[10];
+    EXPECT_EQ(s.read(c, 10), 10u);
+  }  // the reading thread is told to stop; nothing waits for it
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
 
 }  // namespace
