@@ -303,11 +303,10 @@ std::shared_ptr<ShardSet> shard_set(const Config& c, const std::string& key, int
     auto it = by_dir[dir].find(base_name(u));
     if (it == by_dir[dir].end()) {
       all_known = false;
-      set->sizes.clear();
       continue;
     }
     known += it->second;
-    if (all_known) set->sizes.push_back(it->second);
+    set->sizes.push_back(it->second);
   }
   if (!all_known) set->sizes.clear();
   if (num_samples > 0) {
