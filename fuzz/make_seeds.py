@@ -52,7 +52,36 @@ def image(fmt, w, h, mode="RGB", **kw):
     return out.getvalue()
 
 
+def tar(members, fmt=None):
+    """A tar of (name, bytes) members, fixed times, as webdataset's TarWriter writes shards."""
+    import tarfile
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=fmt or tarfile.USTAR_FORMAT) as t:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o444
+            t.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def shard_seeds():
+    """shard: WebDataset shards (webdataset.cpp's ShardReader): samples of png/cls/json fields, odd
+    names, a PAX long name, a gzip shard, a truncated one, a duplicate field."""
+    import tarfile
+    png = io.BytesIO()
+    Image.new("RGB", (3, 2), (10, 20, 30)).save(png, "PNG")
+    members = [("000000.png", png.getvalue()), ("000000.cls", b"1"), ("000001.jpg", b"\xff\xd8\xff"),
+               ("000001.json", b'{"label": 2}'), ("a.b/c.seg.png", b"x"), ("__meta__", b"m"), ("noext", b"n")]
+    shard = tar(members)
+    put("shard", "shard.tar", shard)
+    put("shard", "pax.tar", tar([("d/" + "n" * 150 + ".txt", b"long"), ("d/.x.cls", b"3")], tarfile.PAX_FORMAT))
+    put("shard", "shard.tar.gz", gzip.compress(shard, mtime=0))
+    put("shard", "truncated.tar", shard[:1300])
+    put("shard", "duplicate.tar", tar([("k.cls", b"1"), ("k.CLS", b"2")]))
+
+
 def main():
+    shard_seeds()
     rng = np.random.default_rng(0)
     # recipe: every shipped recipe, and one with overrides and ${...} variables.
     recipes = os.path.join(HERE, "..", "recipes")

@@ -284,17 +284,35 @@ using source::open_source;
 using source::seekable;
 using source::Source;
 
+// webdataset's regex ^((?:.*/|)[^.]+)[.]([^/]*)$ worked out by hand: a member's name comes from
+// the shard, and std::regex recurses per character (a long PAX name would overflow the stack). The
+// dot is the first one of the base name when the base name does not start with one; a base name
+// that does (".x.jpg") splits at that dot when the folder above it has no dot ("dir/.x.jpg": key
+// "dir/"); anything else has no key. Checked against webdataset's own answers in
+// tests/components/webdataset_grouping_test.cpp.
 std::optional<std::pair<std::string, std::string>> base_plus_ext(const std::string& name) {
-  static const std::regex re(R"(^((?:.*/|)[^.]+)[.]([^/]*)$)");
-  std::smatch m;
-  if (!std::regex_match(name, m, re)) return std::nullopt;
-  return std::make_pair(m[1].str(), m[2].str());
+  const std::size_t slash = name.rfind('/');
+  const std::size_t base = slash == std::string::npos ? 0 : slash + 1;
+  std::size_t dot = name.find('.', base);
+  if (dot == std::string::npos) return std::nullopt;
+  if (dot == base) {
+    if (base == 0) return std::nullopt;
+    std::size_t from = 0;  // the folder above: from the slash before the last one
+    if (base >= 2) {
+      const std::size_t above = name.rfind('/', base - 2);
+      if (above != std::string::npos) from = above + 1;
+    }
+    if (name.find('.', from) < base) return std::nullopt;
+  }
+  return std::make_pair(name.substr(0, dot), name.substr(dot + 1));
 }
 
+// tar_file_iterator's two rules: a top-level __X__ name, and re.match("__[^/]*__($|/)") (a first
+// path component of at least 4 characters that starts and ends with "__").
 bool is_meta(const std::string& name) {
-  static const std::regex skip(R"(^__[^/]*__($|/))");
   const bool top_level = name.find('/') == std::string::npos && starts_with(name, "__") && ends_with(name, "__");
-  return top_level || std::regex_search(name, skip);
+  const std::string first = name.substr(0, name.find('/'));
+  return top_level || (first.size() >= 4 && starts_with(first, "__") && ends_with(first, "__"));
 }
 
 std::vector<std::string> expand_urls(const std::string& pattern) {
