@@ -62,6 +62,30 @@ TEST_F(HttpShards, DroppedConnectionsAreResumedWithARangeAndTheRunIsTheLocalOne)
 
 }
 
+TEST_F(HttpShards, CacheDirKeepsWholeShardsAndASecondRunReadsThem) {
+  auto local = test::run(test::trainrun(recipe("local.yaml", dir / "shards") + " output.dir=" + (dir / "local")));
+  ASSERT_EQ(local.code, 0) << local.err;
+  test::HubServer server(files_config(/*truncate=*/true), dir.path());
+  const std::string r = recipe("cached.yaml", server.url("/files"), ", cache_dir: " + (dir / "cache"));
+  auto first = test::run(test::trainrun(r + " output.dir=" + (dir / "first")));
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  // Each shard downloaded whole (the cut one resumed), then read from the disk: the same run.
+  int cached = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "cache"))
+    if (e.path().extension() == ".tar") {
+      ++cached;
+      EXPECT_TRUE(test::read_file(e.path().string()) == test::read_file(dir / ("shards/" + e.path().filename().string())))
+          << e.path();
+    }
+  EXPECT_EQ(cached, 5);  // train-000000..3 and val-000000
+  EXPECT_TRUE(test::read_file(dir / "local/model.safetensors") == test::read_file(dir / "first/model.safetensors"));
+  const std::size_t before = server.requests().size();
+  auto second = test::run(test::trainrun(r + " output.dir=" + (dir / "second")));
+  ASSERT_EQ(second.code, 0) << second.err;
+  for (std::size_t i = before; i < server.requests().size(); ++i)
+    EXPECT_EQ(server.requests()[i].find(".tar"), std::string::npos) << "fetched again: " << server.requests()[i];
+}
+
 TEST_F(HttpShards, WithoutReconnectionsACutShardIsOneLineNamingIt) {
   test::HubServer server(files_config(/*truncate=*/true), dir.path());
   // The first answer of every file is cut: sizes.json's too, before anything starts (exit 2).
