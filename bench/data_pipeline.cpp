@@ -14,6 +14,7 @@
 // image): the region decode, the full decode it replaces, the resize, to_tensor + normalize,
 // and the stacking a batch would cost; and the region decode of a 1x1 box in the last corner,
 // which is nearly all entropy decoding (every row down to the box's must be entropy-decoded).
+#include "bench/photos.h"
 #include "components/data/image.h"
 #include "components/data/image_files.h"
 #include "components/data/loader.h"
@@ -28,25 +29,8 @@
 
 namespace fs = std::filesystem;
 using namespace trainrun;
-
-// Smooth random colour fields with a little noise: compresses like a photo (~30-40 kB).
-void write_photos(const fs::path& dir, int64_t count) {
-  torch::manual_seed(0);
-  for (int64_t i = 0; i < count; ++i) {
-    fs::path file = dir / ("class" + std::to_string(i % 4)) / ("img_" + std::to_string(i) + ".jpg");
-    if (fs::exists(file)) continue;
-    fs::create_directories(file.parent_path());
-    at::Tensor coarse = torch::rand({1, 3, 6, 8}) * 255;
-    at::Tensor img = torch::nn::functional::interpolate(
-        coarse, torch::nn::functional::InterpolateFuncOptions().size(std::vector<int64_t>{375, 500}).mode(torch::kBicubic).align_corners(false));
-    img = (img[0].permute({1, 2, 0}) + torch::randn({375, 500, 3}) * 8).clamp(0, 255).to(torch::kUInt8).contiguous();
-    write_image(file.string(), img);
-  }
-}
-
-std::shared_ptr<Transform> make(const std::string& name, const std::string& params) {
-  return Registry<Transform>::instance().get(name).make(Config(YAML::Load(params), name), ModelInput{});
-}
+using bench::make_transform;
+using bench::write_photos;
 
 std::vector<std::string> list_photos(const fs::path& dir, std::vector<int64_t>* labels) {
   std::vector<std::string> paths;
@@ -65,8 +49,8 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 int stages(int64_t count, const fs::path& dir) {
   write_photos(dir, count);
   auto paths = list_photos(dir, nullptr);
-  auto rrc = make("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}");
-  Compose tail({make("to_tensor", "{}"), make("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}")});
+  auto rrc = make_transform("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}");
+  Compose tail({make_transform("to_tensor", "{}"), make_transform("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}")});
   double region = 0, full = 0, resize = 0, tensor = 0, stack = 0, corner = 0;
   std::vector<at::Tensor> batch;
   const int reps = 3;
@@ -119,14 +103,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths = list_photos(dir, &labels);
   auto data = std::make_shared<ImageFiles>(paths, labels, 3);
   std::vector<std::shared_ptr<Transform>> steps = {
-      make("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}")};
+      make_transform("random_resized_crop", "{size: 224, scale: [0.08, 1.0], ratio: [0.75, 1.3333333333333333]}")};
   if (augment) {
-    steps.push_back(make("random_horizontal_flip", "{p: 0.5}"));
-    steps.push_back(make("rand_augment", "{num_ops: 2, magnitude: 9, num_magnitude_bins: 31, fill: null}"));
+    steps.push_back(make_transform("random_horizontal_flip", "{p: 0.5}"));
+    steps.push_back(make_transform("rand_augment", "{num_ops: 2, magnitude: 9, num_magnitude_bins: 31, fill: null}"));
   }
-  steps.push_back(make("to_tensor", "{}"));
-  steps.push_back(make("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}"));
-  if (augment) steps.push_back(make("random_erasing", "{p: 0.25, scale: [0.02, 0.33], ratio: [0.3, 3.3], value: random}"));
+  steps.push_back(make_transform("to_tensor", "{}"));
+  steps.push_back(make_transform("normalize", "{mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}"));
+  if (augment) steps.push_back(make_transform("random_erasing", "{p: 0.25, scale: [0.02, 0.33], ratio: [0.3, 3.3], value: random}"));
   Compose t(steps);
   LoaderOptions o;
   o.batch_size = batch;
