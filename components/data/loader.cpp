@@ -321,8 +321,12 @@ void DataLoader::schedule(std::vector<int64_t> indices, std::vector<wds::RawSamp
   for (std::size_t k = 0; k < n; ++k) {
     pool_->post([this, batch, k, e = epoch_, batch_index] {
       try {
-        batch->examples[k] = load_example(batch->indices[k], e, slot(batch->inputs, k),
-                                          batch->samples.empty() ? nullptr : &batch->samples[k]);
+        if (batch->samples.empty()) {
+          batch->examples[k] = load_example(batch->indices[k], e, slot(batch->inputs, k));
+        } else {
+          batch->examples[k] = load_example(batch->indices[k], e, slot(batch->inputs, k), &batch->samples[k]);
+          batch->samples[k] = {};  // its bytes go as soon as it is decoded, not with its batch
+        }
       } catch (...) {
         batch->errors[k] = std::current_exception();
       }

@@ -402,19 +402,24 @@ struct ShardReader::Impl {
       Member m{split->first, split->second, name, offset, {}};
       for (char& c : m.field) c = char(std::tolower(static_cast<unsigned char>(c)));
       const int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
-      // Straight into the member's string (not through `buffer`: libarchive copies out of the
-      // block the read callback handed it, which lives there).
+      // Straight into a string of the header's size (not through `buffer`: libarchive copies out
+      // of the block the read callback handed it, which lives there). A member never holds more;
+      // the call that finds its end reads into `probe`, which also takes the data of a member
+      // whose header has no size.
       m.data.resize(std::size_t(std::max<int64_t>(size, 0)));
       std::size_t got = 0;
+      char probe[512];
       for (;;) {
-        if (got == m.data.size()) m.data.resize(std::max<std::size_t>(2 * got, 4096));
-        la_ssize_t n = archive_read_data(a, m.data.data() + got, m.data.size() - got);
+        const bool room = got < m.data.size();
+        la_ssize_t n = room ? archive_read_data(a, m.data.data() + got, m.data.size() - got)
+                            : archive_read_data(a, probe, sizeof probe);
         if (n == 0) break;
         if (n < 0) {
           if (!error.empty()) throw ShardError(error);
           std::string why = archive_error_string(a) ? archive_error_string(a) : "";
           throw ShardError(url + ": truncated tar archive: member '" + name + "' ends early (libarchive: " + why + ")");
         }
+        if (!room) m.data.append(probe, std::size_t(n));
         got += std::size_t(n);
       }
       m.data.resize(got);
