@@ -407,7 +407,8 @@ TRAINRUN_REGISTER(Dataset, "webdataset",
                       .add("retries", Type::Int, yaml("3"), "HTTP reconnections per shard (a Range request from the last byte)")
                       .min(0)
                       .add("eval_split_name", Type::String, YAML::Node("validation"), "the eval split's name in logs")
-                      .add("channels", Type::Int, yaml("3"), "3 = RGB, 1 = grayscale"),
+                      .add("channels", Type::Int, yaml("3"), "3 = RGB, 1 = grayscale (PIL convert('L'))")
+                      .range(1, 3),
                   make_webdataset);
 
 }  // namespace trainrun
