@@ -2,6 +2,7 @@
 // the RNG restore matters) on a Fashion-MNIST subset, a onecycle schedule (scheduler and
 // AdamW's cycled beta1 restored), interrupted and resumed runs compared bit for bit with
 // uninterrupted ones.
+#include "support/same_run.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -35,27 +36,9 @@ class Checkpoint : public ::testing::Test {
                           " train.log_every_steps=2 'scheduler={name: onecycle, max_lr: 0.003}' world.nproc_per_node=1"
                           " world.master_port=0 output.dir=" + (dir / run) + " " + more);
   }
-  // Same losses at every logged step, same evaluations, same final weights (bytes).
-  void expect_same_run(const std::string& a, const std::string& b) const {
-    auto la = test::by_step(dir / (a + "/metrics.jsonl"), "loss"), lb = test::by_step(dir / (b + "/metrics.jsonl"), "loss");
-    EXPECT_FALSE(la.empty());
-    EXPECT_EQ(la, lb);
-    EXPECT_EQ(test::by_step(dir / (a + "/metrics.jsonl"), "grad_norm"), test::by_step(dir / (b + "/metrics.jsonl"), "grad_norm"));
-    EXPECT_EQ(test::by_step(dir / (a + "/metrics.jsonl"), "eval_loss"), test::by_step(dir / (b + "/metrics.jsonl"), "eval_loss"));
-    EXPECT_EQ(test::by_step(dir / (a + "/metrics.jsonl"), "train_loss"), test::by_step(dir / (b + "/metrics.jsonl"), "train_loss"));
-    std::string wa = test::read_file(dir / (a + "/model.safetensors"));
-    EXPECT_FALSE(wa.empty());
-    EXPECT_TRUE(wa == test::read_file(dir / (b + "/model.safetensors"))) << "final weights differ";
-  }
-  // Runs `text` as a bash script (the recipe arguments carry quotes of their own).
-  test::RunResult script(const std::string& text) const {
-    test::write_file(dir / "script.sh", text);
-    return test::run("bash " + (dir / "script.sh"));
-  }
-  // Script lines that wait until checkpoint `folder` of the run is complete.
-  std::string wait_for(const std::string& folder) const {
-    return "for i in $(seq 1500); do [ -e " + (dir / (folder + "/trainer_state.json")) + " ] && break; sleep 0.02; done\n";
-  }
+  void expect_same_run(const std::string& a, const std::string& b) const { test::expect_same_run(dir, a, b); }
+  test::RunResult script(const std::string& text) const { return test::run_script(dir, text); }
+  std::string wait_for(const std::string& folder) const { return test::wait_for_checkpoint(dir, folder); }
   test::TempDir dir;
 };
 

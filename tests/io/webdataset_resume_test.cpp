@@ -3,6 +3,7 @@
 // weights bit for bit, with 1 and 2 processes and 2 streams each (data.workers: 2), a shuffle
 // buffer and random transforms; the loader's state is in the checkpoint and the resumed run
 // reopens the shards there.
+#include "support/same_run.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -42,22 +43,9 @@ world: {nproc_per_node: 1, master_port: 0}
   std::string args(const std::string& run, const std::string& more = "") const {
     return test::trainrun((dir / "recipe.yaml") + " output.dir=" + (dir / run) + " " + more);
   }
-  void expect_same_run(const std::string& a, const std::string& b) const {
-    auto la = test::by_step(dir / (a + "/metrics.jsonl"), "loss"), lb = test::by_step(dir / (b + "/metrics.jsonl"), "loss");
-    EXPECT_FALSE(la.empty());
-    EXPECT_EQ(la, lb);
-    EXPECT_EQ(test::by_step(dir / (a + "/metrics.jsonl"), "eval_loss"), test::by_step(dir / (b + "/metrics.jsonl"), "eval_loss"));
-    std::string wa = test::read_file(dir / (a + "/model.safetensors"));
-    EXPECT_FALSE(wa.empty());
-    EXPECT_TRUE(wa == test::read_file(dir / (b + "/model.safetensors"))) << "final weights differ";
-  }
-  test::RunResult script(const std::string& text) const {
-    test::write_file(dir / "script.sh", text);
-    return test::run("bash " + (dir / "script.sh"));
-  }
-  std::string wait_for(const std::string& folder) const {
-    return "for i in $(seq 3000); do [ -e " + (dir / (folder + "/trainer_state.json")) + " ] && break; sleep 0.01; done\n";
-  }
+  void expect_same_run(const std::string& a, const std::string& b) const { test::expect_same_run(dir, a, b); }
+  test::RunResult script(const std::string& text) const { return test::run_script(dir, text); }
+  std::string wait_for(const std::string& folder) const { return test::wait_for_checkpoint(dir, folder); }
   test::TempDir dir;
 };
 
