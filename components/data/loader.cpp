@@ -66,7 +66,6 @@ struct DataLoader::PendingBatch {
   std::promise<Batch> done;
 };
 
-
 // One stream's samples, read on a thread of its own and handed over a batch at a time with the
 // stream's state after it; a bounded queue, so reading runs ahead of decoding by `capacity` batches.
 class DataLoader::Feed {

@@ -124,7 +124,8 @@ std::optional<SampleStream::Buffered> SampleStream::read_in_pass() {
 
 std::optional<RawSample> SampleStream::next() {
   const int64_t size = plan_.train ? plan_.set->buffer : 0;
-  for (int guard = 0;; ++guard) {
+  if (plan_.set->urls.empty()) return std::nullopt;  // a training stream would look for ever
+  for (;;) {
     if (size <= 1) {
       if (auto b = read_in_pass()) {
         ++state_.delivered;
@@ -132,7 +133,6 @@ std::optional<RawSample> SampleStream::next() {
       }
       if (!plan_.train) return std::nullopt;
       state_.draining = false;  // the next pass
-      if (guard > 2 && plan_.set->urls.empty()) return std::nullopt;
       continue;
     }
     while (int64_t(buffer_.size()) < size && !state_.draining) {
@@ -141,7 +141,6 @@ std::optional<RawSample> SampleStream::next() {
       buffer_.push_back(std::move(*b));
     }
     if (buffer_.empty()) {
-      if (guard > 2 && plan_.set->urls.empty()) return std::nullopt;
       state_.draining = false;  // drained: the next pass begins
       continue;
     }
