@@ -85,7 +85,15 @@ ordered_json TrainerState::resume_json() const {
                           {"batches_since_log", r.batches_since_log},
                           {"loss_total", r.loss_total},
                           {"batches_total", r.batches_total}});
+  if (!job.is_null()) j["job"] = job;
   return j;
+}
+
+bool TrainerState::stopped_early() const {
+  const json control = stateful_callbacks.value("TrainerControl", ordered_json::object());
+  const json args = control.is_object() ? control.value("args", json::object()) : json();
+  const json stop = args.is_object() ? args.value("should_training_stop", json(false)) : json(false);
+  return stop.is_boolean() && stop.get<bool>();
 }
 
 TrainerState TrainerState::from_json(const json& j) {
@@ -126,6 +134,7 @@ void TrainerState::read_resume_json(const json& ours, const std::string& where) 
     for (auto& r : ours.at("ranks"))
       ranks.push_back({r.at("loss_since_log").get<double>(), whole(r.at("batches_since_log"), where, "batches_since_log"),
                        r.at("loss_total").get<double>(), whole(r.at("batches_total"), where, "batches_total")});
+    job = ours.contains("job") && ours["job"].is_object() ? ordered_json(ours["job"]) : ordered_json();
   } catch (const json::exception& e) {
     throw CheckpointError(where + e.what());
   }

@@ -65,6 +65,9 @@ struct TrainerState {
   int64_t batches_in_epoch = 0;  // micro-batches of it consumed, on every rank
   int64_t world_size = 1;
   std::vector<LoopSums> ranks;
+  // What makes the run the same job (runner/recipe/fingerprint.h); null in checkpoints written
+  // before it was recorded.
+  nlohmann::ordered_json job;
 
   // trainer_state.json: exactly transformers' TrainerState fields.
   nlohmann::ordered_json to_json() const;
@@ -75,6 +78,9 @@ struct TrainerState {
   // trainrun's own state from `ours` (trainrun_state.json, or an older checkpoint's
   // trainer_state.json "trainrun"); `where` begins each error ("trainrun_state.json: ").
   void read_resume_json(const nlohmann::json& ours, const std::string& where);
+  // A callback stopped the run (transformers' TrainerControl.should_training_stop, as saved in
+  // stateful_callbacks): it is over, whatever train.epochs says.
+  bool stopped_early() const;
 };
 
 // A checkpoint folder's trainer_state.json and trainrun_state.json (or, in a checkpoint written

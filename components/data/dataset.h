@@ -57,6 +57,13 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The dataset's folder (its `key` parameter, e.g. root) is not there: `trainrun check` then
+// reports what does not need the data before this line.
+struct MissingDataFolder : DataError {
+  MissingDataFolder(std::string key_, const std::string& what) : DataError(what), key(std::move(key_)) {}
+  std::string key;
+};
+
 // One example's file cannot be read or decoded. The loader skips the example (and warns) or
 // stops the run, as `data.on_bad_file` says.
 struct UnreadableFile : DataError {

@@ -14,7 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::vector<std::string> class_folders(const fs::path& root) {
-  if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
+  if (!fs::is_directory(root)) throw MissingDataFolder("root", root.string() + ": no such folder");
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(root))
     if (entry.is_directory()) names.push_back(entry.path().filename().string());

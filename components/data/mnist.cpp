@@ -86,7 +86,7 @@ void download_missing(const Config& c, const fs::path& root) {
 DatasetSplits make_mnist(const Config& c) {
   fs::path root = c.get<std::string>("root");
   if (c.get<bool>("download", false)) download_missing(c, root);
-  if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
+  if (!fs::is_directory(root)) throw MissingDataFolder("root", root.string() + ": no such folder");
   DatasetSplits out;
   if (c.is_null("classes")) {
     for (int d = 0; d < 10; ++d) out.classes.push_back(std::to_string(d));

@@ -42,7 +42,7 @@ bool has_files(const fs::path& root) {
 DatasetSplits make_pets_folder(const Config& c) {
   fs::path root = c.get<std::string>("root");
   if (c.get<bool>("download", false)) ensure_unpacked(oxford_pets_images_source(), root, has_files, c.path());
-  if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
+  if (!fs::is_directory(root)) throw MissingDataFolder("root", root.string() + ": no such folder");
   std::string pattern = c.get<std::string>("label_regex");
   std::regex re = compile(pattern, c.path() + ".label_regex");
 

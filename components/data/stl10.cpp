@@ -97,7 +97,7 @@ bool has_splits(const fs::path& root) {
 DatasetSplits make_stl10(const Config& c) {
   fs::path root = c.get<std::string>("root");
   if (c.get<bool>("download", false)) ensure_unpacked(stl10_source(), root, has_splits, c.path());
-  if (!fs::is_directory(root)) throw DataError(root.string() + ": no such folder");
+  if (!fs::is_directory(root)) throw MissingDataFolder("root", root.string() + ": no such folder");
   DatasetSplits out;
   out.classes = class_names(root);
   out.train = load_stl10_split(root, "train", int64_t(out.classes.size()));

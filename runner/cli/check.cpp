@@ -6,6 +6,8 @@
 #include "components/data/webdataset.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/preflight.h"
+#include "runner/recipe/resolve.h"
+#include "runner/recipe/resume_plan.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -183,9 +185,13 @@ void print_pipelines(const Job& job) {
 void print_world(const Job& job) {
   const RunConfig& c = job.config;
   const int64_t nproc = c.world.nproc_per_node, nnodes = c.world.nnodes;
+  const std::string backend = job.recipe.root["world"]["backend"].Scalar();
   std::cout << "world: " << nnodes << " node" << (nnodes > 1 ? "s" : "") << " x " << nproc << " process"
-            << (nproc > 1 ? "es" : "") << ", backend " << c.world.backend << ", " << job.threads
-            << " threads per process, device " << job.device << ", precision " << job.precision << "\n";
+            << (nproc > 1 ? "es" : "") << ", " << (nnodes * nproc > 1 ? "backend " + backend : "no process group (one process)")
+            << ", " << job.threads << " threads per process, device " << job.device << ", precision " << job.precision
+            << (job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")") << ", memory format "
+            << (job.channels_last ? "channels_last" : "contiguous")
+            << (job.memory_format_reason.empty() ? "" : " (" + job.memory_format_reason + ")") << "\n";
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -203,8 +209,10 @@ int64_t head_parameters(const Job& job) {
 // What does not need the data, for a recipe whose dataset is not downloaded yet: the model (with
 // a one-class head while num_classes is auto), its parameter groups, optimizer, transforms, world
 // and, with --steps-per-epoch, the scheduler over the run's length; then what waits for the data.
+// `missing`: the data is not where the recipe says (a folder that does not exist), not merely not
+// downloaded: the report ends with that line on stderr, and exit 2, as a run would.
 int check_without_data(const std::vector<std::string>& args, JobOptions options, const std::string& deferred,
-                       bool schedule, int64_t steps_per_epoch) {
+                       bool schedule, int64_t steps_per_epoch, bool missing = false) {
   options.data = false;
   options.placeholder_classes = 1;
   Recipe recipe = load_recipe_of(args);
@@ -229,14 +237,15 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
     }
   }
   if (schedule) {
+    if (!scheduler && missing) throw DataError(deferred);
     if (!scheduler)
       throw RecipeError("check --schedule: the run's length needs the data (" + deferred +
                         "); give --steps-per-epoch N, or `trainrun check --download`");
     print_schedule(job, *optimizer, *scheduler, total);
     return kExitOk;
   }
-  std::cout << "note: " << deferred << "\n";
-  std::cout << "# resolved recipe (" << job.recipe.file << "), before the data\n" << job.recipe.dump() << "\n";
+  if (!missing) std::cout << "note: " << deferred << "\n";
+  std::cout << "# resolved recipe (" << job.recipe.file << "), before the data\n" << resolved_recipe_text(job) << "\n";
   const int64_t head = head_parameters(job);
   std::cout << "model: " << c.model << ", " << thousands(job.total_parameters()) << " parameters, "
             << thousands(job.trainable_parameters()) << " trainable";
@@ -244,7 +253,8 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
     std::cout << ", with a one-class head (num_classes: auto: the data names the classes; each class adds "
               << thousands(head) << " parameters to " << job.model->classifier_pattern() << ")";
   std::cout << "\n";
-  std::cout << "data: " << c.data.dataset << ", not downloaded yet: a run fetches it first (or `trainrun check --download`)\n";
+  std::cout << "data: " << c.data.dataset
+            << (missing ? ", not found (below)\n" : ", not downloaded yet: a run fetches it first (or `trainrun check --download`)\n");
   print_pipelines(job);
   const int64_t world = c.world.world_size();
   if (steps_per_epoch > 0)
@@ -257,7 +267,10 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
             << ", the splits and their class counts, " << (steps_per_epoch > 0 ? "" : "steps per epoch and the schedule (or --steps-per-epoch N), ")
             << "one example through each pipeline" << (world > 1 ? ", enough examples for " + std::to_string(world) + " processes" : "")
             << "\n";
-  return kExitOk;
+  if (!missing) return kExitOk;
+  std::cout.flush();
+  std::cerr << deferred << "\n";
+  return kExitBadInput;
 }
 
 }  // namespace
@@ -273,6 +286,10 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
     Recipe recipe = load_recipe_of(args);
     if (origin) loaded = recipe_values(recipe);
     job = build_job(std::move(recipe), options);
+  } catch (const MissingDataFolder& e) {
+    // Everything that does not need the data, then the missing folder, exit 2 (a run's error).
+    if (origin) throw;
+    return check_without_data(args, options, e.what(), schedule, steps_per_epoch, /*missing=*/true);
   } catch (const DownloadDeferred& e) {
     if (origin) {
       print_values(args[0], loaded);  // as written: the `auto` values wait for the data
@@ -289,7 +306,9 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   const int64_t world = c.world.world_size();
   // What a run checks before it starts: optimizer, scheduler, one example through each pipeline.
   RunLength length = preflight(job, world);
-  check_resume_fits(job);
+  // What output.resume will do with the folder; the optimizer's fit matters only for a resume.
+  const ResumePlan plan = plan_resume(job, world);
+  if (plan.action == ResumePlan::Action::Resume) check_resume_fits(job);
   const int64_t steps = length.steps_per_epoch, total = length.total_steps;
   if (schedule) {
     auto optimizer = build_optimizer(job);
@@ -300,7 +319,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   if (origin)
     print_values(job.recipe.file, resolved_values(job.recipe, loaded));
   else
-    std::cout << "# resolved recipe (" << job.recipe.file << ")\n" << job.recipe.dump() << "\n";
+    std::cout << "# resolved recipe (" << job.recipe.file << ")\n" << resolved_recipe_text(job) << "\n";
   std::cout << "model: " << c.model << ", " << thousands(job.total_parameters())
             << " parameters, " << thousands(job.trainable_parameters()) << " trainable\n";
   std::cout << "data: " << c.data.dataset << ", " << job.data.classes.size()
@@ -319,6 +338,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"
             << (world > 1 ? "es" : "") << (accum > 1 ? " x " + std::to_string(accum) + " accumulated" : "") << "), total " << total << " optimizer steps\n";
   print_world(job);
+  std::cout << "run folder: " << describe(plan, job, world) << "\n";
   print_param_groups(job);
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";
   if (unopened > 0) {

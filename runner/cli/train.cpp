@@ -5,11 +5,13 @@
 #include "runner/io/checkpoint.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/preflight.h"
+#include "runner/recipe/resume_plan.h"
 #include "runner/train/callbacks/callbacks.h"
 #include "runner/train/trainer.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 
@@ -42,7 +44,15 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   preflight(job, world_size);  // every recipe mistake is exit 2 before anything is started or written
   if (world ? world->rank == 0 : job.config.world.node_rank == 0) {
     check_output_folder(job.config.output.dir);
-    check_resume_fits(job);
+    const ResumePlan plan = plan_resume(job, world_size);
+    if (plan.action == ResumePlan::Action::Refuse) throw RecipeError(plan.line);
+    // A finished run starts nothing; a world of several nodes, or one a launcher started, learns
+    // it together in the trainer (TrainLoop::resume), so that no rank waits for another.
+    if (plan.action == ResumePlan::Action::Finished && !world && job.config.world.nnodes == 1) {
+      spdlog::info("{}", plan.line);
+      return kExitOk;
+    }
+    if (plan.action == ResumePlan::Action::Resume) check_resume_fits(job);
   }
   if (world || world_size == 1) {
     state.started = true;

@@ -7,6 +7,7 @@
 #include "components/data/download.h"
 #include "runner/distributed/process_group.h"
 #include "runner/recipe/class_balance.h"
+#include "runner/recipe/fingerprint.h"
 #include "runner/recipe/pretrained.h"
 #include "runner/recipe/resolve.h"
 
@@ -157,7 +158,16 @@ void build_model(Job& job, const JobOptions& options) {
 
 DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool download) {
   defer_dataset_downloads(!download);  // check: DownloadDeferred says what a run would fetch
-  DatasetSplits splits = Registry<Dataset>::instance().get(data.dataset).make(recipe.section("data.dataset"));
+  DatasetSplits splits;
+  try {
+    splits = Registry<Dataset>::instance().get(data.dataset).make(recipe.section("data.dataset"));
+  } catch (const MissingDataFolder& e) {
+    defer_dataset_downloads(false);
+    // The key and where it was written, as an unknown key is named (`check --origin`'s words).
+    const std::string path = "data.dataset." + e.key;
+    const std::string origin = written_at(recipe.sources, recipe.overrides, path, recipe.node(path));
+    throw MissingDataFolder(e.key, path + (origin.empty() ? "" : " (" + origin + ")") + ": " + e.what());
+  }
   defer_dataset_downloads(false);
   splits.train = limit(splits.train, data.max_train_samples);
   splits.eval = limit(splits.eval, data.max_eval_samples);
@@ -168,8 +178,9 @@ DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool 
 Job build_job(Recipe recipe, const JobOptions& options) {
   Job job;
   job.recipe = std::move(recipe);
+  job.fingerprint = recipe_fingerprint(job.recipe.root);
   YAML::Node root = job.recipe.root;
-  resolve_auto_values(root);
+  job.resolved = resolve_auto_values(root);
   job.config = RunConfig::from(root);
   job.threads = job.config.world.threads_per_proc;
   job.device = resolve_device(job.config.world.device);
@@ -187,6 +198,7 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   }
   build_model(job, options);
   resolve_memory_format(job);
+  for (auto& v : write_resolved_choices(job)) job.resolved.push_back(v);
   const InputConfig input = job.model->input_config();
   const ModelInput model{input.mean, input.std};
   job.train_transforms = build_transforms(root["data"]["train_transforms"], model, "data.train_transforms");

@@ -10,11 +10,18 @@
 #include "runner/recipe/recipe.h"
 #include "runner/recipe/run_config.h"
 
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace trainrun {
+
+// A value the job resolved from `auto` (or null), and why: what `check` and the resolved recipe say.
+struct ResolvedValue {
+  std::string path, reason;
+};
 
 struct Job {
   Recipe recipe;
@@ -36,6 +43,10 @@ struct Job {
   // pending: `check` did not fetch the weights' config.json, so there is no pipeline yet.
   std::string eval_transforms_from;
   bool eval_transforms_pending = false;
+  // The recipe's part of what makes a run the same job (runner/recipe/fingerprint.h), taken
+  // before `auto` values were resolved.
+  nlohmann::ordered_json fingerprint;
+  std::vector<ResolvedValue> resolved;  // the recipe's `auto` values, resolved into job.recipe (resolve.h)
 
   int64_t total_parameters() const;
   int64_t trainable_parameters() const;

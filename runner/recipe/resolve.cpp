@@ -78,8 +78,14 @@ void resolve_memory_format(Job& job) {
   if (wanted == "contiguous") return;
   const auto fault = job.device == "cpu" && at::hasMKLDNN() ? onednn_channels_last_fault() : std::nullopt;
   if (wanted == "auto") {
-    if (!job.model->prefers_channels_last()) return;
-    if (job.device != "cuda" && !at::hasMKLDNN()) return;
+    if (!job.model->prefers_channels_last()) {
+      job.memory_format_reason = "auto: " + job.config.model + " does not gain from NHWC";
+      return;
+    }
+    if (job.device != "cuda" && !at::hasMKLDNN()) {
+      job.memory_format_reason = "auto: no oneDNN or CUDA convolutions";
+      return;
+    }
     if (fault) {
       job.memory_format_reason = "auto: " + *fault;
       return;
@@ -99,11 +105,14 @@ void resolve_memory_format(Job& job) {
 // process on a CPU, whose threads (threads_per_proc: auto) then use every usable CPU: measured
 // faster than torchrun's one process per CPU, which adds a gradient all-reduce to every step
 // (bench/README.md, "World layout").
-void resolve_auto_values(YAML::Node root) {
+std::vector<ResolvedValue> resolve_auto_values(YAML::Node root) {
+  std::vector<ResolvedValue> out;
   YAML::Node world = root["world"];
   if (world["nproc_per_node"].Scalar() == "auto") {
     const bool cuda = world["device"].Scalar() != "cpu" && torch::cuda::is_available();
-    world["nproc_per_node"] = cuda ? std::max<int64_t>(1, torch::cuda::device_count()) : int64_t(1);
+    const int64_t n = cuda ? std::max<int64_t>(1, torch::cuda::device_count()) : int64_t(1);
+    world["nproc_per_node"] = n;
+    out.push_back({"world.nproc_per_node", cuda ? "one process per CUDA device" : "one process on a CPU, its threads on every CPU"});
   }
   if (world["threads_per_proc"].Scalar() == "auto") {
     // The processes on this node as the launcher that started us says (torchrun, srun, mpirun),
@@ -111,8 +120,42 @@ void resolve_auto_values(YAML::Node root) {
     auto launched = WorldInfo::from_env();
     int64_t procs = std::max<int64_t>(1, launched ? launched->local_world_size : world["nproc_per_node"].as<int64_t>());
     world["threads_per_proc"] = std::max<int64_t>(1, usable_cpus() / procs);
+    out.push_back({"world.threads_per_proc", std::to_string(usable_cpus()) + " usable CPUs / " + std::to_string(procs) +
+                                                 " process" + (procs > 1 ? "es" : "") + " on this node"});
   }
-  if (root["data"]["eval_batch_size"].IsNull()) root["data"]["eval_batch_size"] = root["data"]["batch_size"];
+  if (root["data"]["eval_batch_size"].IsNull()) {
+    root["data"]["eval_batch_size"] = root["data"]["batch_size"].as<int64_t>();
+    out.push_back({"data.eval_batch_size", "null: batch_size"});
+  }
+  return out;
+}
+
+std::vector<ResolvedValue> write_resolved_choices(Job& job) {
+  std::vector<ResolvedValue> out;
+  YAML::Node root = job.recipe.root;
+  const RunConfig& c = job.config;
+  root["precision"] = job.precision;
+  if (c.precision == "auto") out.push_back({"precision", job.precision_reason.substr(job.precision_reason.find(": ") + 2)});
+  const std::string format = job.channels_last ? "channels_last" : "contiguous";
+  root["memory_format"] = format;
+  if (c.memory_format == "auto")
+    out.push_back({"memory_format", job.memory_format_reason.substr(job.memory_format_reason.find(": ") + 2)});
+  root["world"]["device"] = job.device;
+  if (c.world.device == "auto")
+    out.push_back({"world.device", job.device == "cuda" ? "a CUDA device is available" : "no CUDA device"});
+  if (c.world.backend == "auto") {
+    root["world"]["backend"] = job.device == "cuda" ? "nccl" : "gloo";
+    out.push_back({"world.backend", job.device == "cuda" ? "nccl on CUDA" : "gloo on a CPU"});
+  }
+  return out;
+}
+
+std::string resolved_recipe_text(const Job& job) {
+  std::string text = job.recipe.dump();
+  if (job.resolved.empty()) return text;
+  text += "# `auto` values resolved for this machine and launch:\n";
+  for (const auto& v : job.resolved) text += "#   " + v.path + ": " + job.recipe.node(v.path).Scalar() + " (" + v.reason + ")\n";
+  return text;
 }
 
 }  // namespace trainrun

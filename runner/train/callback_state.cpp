@@ -29,7 +29,7 @@ ordered_json stateful_callbacks(const std::vector<std::shared_ptr<Callback>>& ca
   return out;
 }
 
-bool restore_stateful_callbacks(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks,
+void restore_stateful_callbacks(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks,
                                 const json& saved, const std::string& file) {
   std::map<std::string, std::size_t> taken;  // key -> saved entries given out
   for (const auto& c : callbacks) {
@@ -56,10 +56,6 @@ bool restore_stateful_callbacks(Trainer& trainer, const std::vector<std::shared_
       spdlog::warn("The checkpoint holds state for {} {} that this run has no callback for; it is left out",
                    stored - used, key);
   }
-  const json control = saved.value("TrainerControl", json::object());
-  const json args = control.is_object() ? control.value("args", json::object()) : json();
-  const json stop = args.is_object() ? args.value("should_training_stop", json(false)) : json(false);
-  return stop.is_boolean() && stop.get<bool>();
 }
 
 }  // namespace trainrun

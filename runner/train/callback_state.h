@@ -21,10 +21,10 @@ nlohmann::ordered_json stateful_callbacks(const std::vector<std::shared_ptr<Call
                                           const TrainerControl& control);
 
 // Gives each stateful callback its saved state (the n-th callback of a key gets the n-th saved
-// entry); warns of saved state no callback of this run takes. True when the saved run had ended
-// (its TrainerControl says should_training_stop): nothing is left to train. A callback's state it
-// cannot read is a CheckpointError naming `file` and the key.
-bool restore_stateful_callbacks(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks,
+// entry); warns of saved state no callback of this run takes. (A run a callback ended is not
+// resumed at all: TrainerState::stopped_early.) A callback's state it cannot read is a
+// CheckpointError naming `file` and the key.
+void restore_stateful_callbacks(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks,
                                 const nlohmann::json& saved, const std::string& file);
 
 }  // namespace trainrun

@@ -3,6 +3,7 @@
 #include "runner/distributed/accelerator.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/job.h"
+#include "runner/recipe/resolve.h"
 #include "support/durable_file.h"
 #include "support/errors.h"
 
@@ -37,7 +38,7 @@ void prepare_run_folder(const Job& job, Accelerator& acc) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw TrainingError(dir.string() + ": cannot create the run folder: " + ec.message());
-    write_text(dir / "recipe.resolved.yaml", job.recipe.dump());
+    write_text(dir / "recipe.resolved.yaml", resolved_recipe_text(job));
     nlohmann::ordered_json labels;
     for (std::size_t i = 0; i < job.data.classes.size(); ++i) labels[std::to_string(i)] = job.data.classes[i];
     write_text(dir / "labels.json", labels.dump(2) + "\n");
@@ -66,9 +67,12 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
   spdlog::info("  Number of trainable parameters = {} (of {})", thousands(job.trainable_parameters()),
                thousands(job.total_parameters()));
   const char* started = world.launcher == "trainrun" ? std::getenv("TRAINRUN_WORKERS_STARTED") : nullptr;
-  spdlog::info("  World = {} node{} x {} process{} ({} backend, launched by {}{}), {} threads per process",
-               world.nnodes, world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "",
-               acc.backend(), world.launcher, started && *started ? std::string(", ") + started : "", job.threads);
+  // One process on its own has no process group and no launcher: said in words, not as "none".
+  const std::string group = acc.backend() == "none" ? "no process group" : acc.backend() + " backend";
+  const std::string launched = world.launcher == "none" ? "started directly" : "launched by " + world.launcher;
+  spdlog::info("  World = {} node{} x {} process{} ({}, {}{}), {} threads per process", world.nnodes,
+               world.nnodes > 1 ? "s" : "", world.local_world_size, world.local_world_size > 1 ? "es" : "", group, launched,
+               started && *started ? std::string(", ") + started : "", job.threads);
   if (!acc.rendezvous().empty()) spdlog::info("  Rendezvous = {}", acc.rendezvous());
   spdlog::info("  Device = {}, precision = {}{}{}", acc.device().str(), job.precision,
                job.precision_reason.empty() ? "" : " (" + job.precision_reason + ")",

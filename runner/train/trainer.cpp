@@ -114,15 +114,24 @@ void TrainLoop::resume() {
   resumed_from_ = resume_point(job_.config.output, *acc_);
   if (resumed_from_) {
     const TrainerState saved = read_trainer_state(*resumed_from_);
+    // The launcher refused another job's folder and stopped at a finished run before any worker
+    // started; under torchrun, srun or mpirun every rank decides here, on rank 0's checkpoint.
+    const ResumePlan plan = plan_resume(job_, acc_->world_size(), *resumed_from_, saved);
+    if (plan.action == ResumePlan::Action::Refuse) throw RecipeError(plan.line);
+    if (plan.action == ResumePlan::Action::Finished) {
+      finished_ = plan.line;
+      return;
+    }
+    if (!plan.line.empty() && is_main_process()) spdlog::warn("{}", plan.line);
     fire([&](Callback& c) { c.on_resume(*this, saved); });
     state_ = load_checkpoint(*resumed_from_, parts(), sums_, *acc_);
     checkpoints_->keep(*resumed_from_);  // never rotated away
     checkpoint_step_ = state_.global_step;  // saved already
-    ended_early_ = restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
-                                              (std::filesystem::path(*resumed_from_) / kStateFile).string());
+    restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
+                               (std::filesystem::path(*resumed_from_) / kStateFile).string());
     restore_loader_state(*resumed_from_);
-    control_.should_training_stop = ended_early_;
   }
+  state_.job = job_fingerprint(job_, acc_->world_size());
   device_sums_ = std::make_unique<DeviceLossSums>(sums_, acc_->device());
   const TrainConfig& t = job_.config.train;
   state_.max_steps = length_.total_steps;
@@ -180,13 +189,14 @@ EvalResult TrainLoop::train() {
 
 EvalResult TrainLoop::run_loop() {
   resume();
+  if (!finished_.empty()) {
+    if (is_main_process()) spdlog::info("{}", finished_);
+    return last_eval_;  // no summary: nothing was trained
+  }
   log_banner(job_, world_, *acc_, length_);
   int64_t first_epoch = state_.epoch_index, skip = state_.batches_in_epoch;
   if (skip >= length_.batches_per_epoch) ++first_epoch, skip = 0;
   if (resumed_from_) log_resume(*resumed_from_, first_epoch, state_.global_step, skip);
-  if (ended_early_)
-    spdlog::info("  The run ended early at step {} (a callback stopped it, as its checkpoint records): nothing is "
-                 "left to train", state_.global_step);
   fire([&](Callback& c) { c.on_train_begin(*this, control_); });
   start_ = Clock::now();
   window_ = LogWindow();

@@ -9,6 +9,7 @@
 #include "runner/train/checkpoints.h"
 #include "runner/recipe/job.h"
 #include "runner/recipe/preflight.h"
+#include "runner/recipe/resume_plan.h"
 #include "components/callbacks/callback.h"
 #include "runner/train/evaluate.h"
 #include "runner/train/loss_scaler.h"
@@ -97,7 +98,7 @@ class TrainLoop final : public Trainer {
   std::unique_ptr<Checkpoints> checkpoints_;  // when output.save_every is not never
   std::vector<at::Tensor> trainable_;
   std::optional<std::string> resumed_from_;
-  bool ended_early_ = false;  // the checkpoint resumed from is of a run a callback ended
+  std::string finished_;  // the run in the folder is over (runner/recipe/resume_plan.h): its line
   TrainerState state_;
   LoopSums sums_;
   std::unique_ptr<DeviceLossSums> device_sums_;

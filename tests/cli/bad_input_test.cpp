@@ -556,7 +556,10 @@ TEST_F(BadInput, UnknownRegistryName) {
 }
 
 TEST_F(BadInput, MissingDatasetFolder) {
-  expect_bad_input(recipe() + " data.dataset.root=" + (dir / "nowhere"), (dir / "nowhere") + ": no such folder");
+  // Named by its key and where it was written; `check` first reports what needs no data.
+  expect_bad_input(recipe() + " data.dataset.root=" + (dir / "nowhere"),
+                   "data.dataset.root (command line 'data.dataset.root=" + (dir / "nowhere") + "'): " + (dir / "nowhere") +
+                       ": no such folder");
 }
 
 TEST_F(BadInput, EmptyDatasetFolder) {

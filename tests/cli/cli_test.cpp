@@ -40,7 +40,8 @@ TEST(Cli, BadInputBeforeTheRunExits2AndWritesNothing) {
   struct Case {
     std::string args, expect;
   } cases[] = {
-      {"data.dataset.root=" + (dir / "missing"), (dir / "missing") + ": no such folder"},
+      {"data.dataset.root=" + (dir / "missing"),
+       "data.dataset.root (command line 'data.dataset.root=" + (dir / "missing") + "'): " + (dir / "missing") + ": no such folder"},
       {"precision=fp16", "precision: fp16 needs a CUDA device (this run is on cpu); use bf16 or fp32 on CPU, or precision: auto"},
       {"world.device=cuda", "world.device: cuda was asked for but no CUDA device is available"},
       {"model.pretrained=" + (dir / "absent.safetensors"), "model.pretrained: " + (dir / "absent.safetensors") + ": no such file"},
@@ -126,11 +127,12 @@ TEST(Cli, AutoWorldLayoutUsesTheUsableCpus) {
   const int cpus = std::stoi(run("nproc").out);
   auto r = run(trainrun("check " + recipe));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("world: 1 node x 1 process, backend auto, " + std::to_string(cpus) + " threads per process"),
+  EXPECT_NE(r.out.find("world: 1 node x 1 process, no process group (one process), " + std::to_string(cpus) + " threads per process"),
             std::string::npos) << r.out;
   r = run("taskset -c 0 " + trainrun("check " + recipe));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("world: 1 node x 1 process, backend auto, 1 threads per process"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("world: 1 node x 1 process, no process group (one process), 1 threads per process"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#   world.threads_per_proc: 1 (1 usable CPUs / 1 process on this node)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  threads_per_proc: 1\n"), std::string::npos) << r.out;
   EXPECT_EQ(run(trainrun("check " + recipe + "x")).code, 2);  // "autox": not a number, not auto
 }
@@ -142,8 +144,29 @@ TEST(Cli, CheckPrintsResolvedRecipeCountsAndLayout) {
   for (const char* needle : {"name: quickstart", "mean: [0.1307]", "num_classes: 10",
                              "model: basicnet, 1,199,882 parameters, 1,199,882 trainable",
                              "60,000 train / 10,000 test examples", "Ankle boot: 6000",
-                             "steps per epoch: 469 (batch 64 x 2 processes)", "1 node x 2 processes, backend auto, 1 threads per process"})
+                             "steps per epoch: 469 (batch 64 x 2 processes)", "1 node x 2 processes, backend gloo, 1 threads per process"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+// What `check` prints and a run writes (recipe.resolved.yaml) is what runs: no `auto` left in it,
+// each resolved value named with its reason, no YAML anchors (eval_batch_size: null once became
+// `batch_size: &1 64` / `eval_batch_size: *1`).
+TEST(Cli, ResolvedRecipeHoldsNoAutoAndNoAnchors) {
+  if (!std::filesystem::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto r = run(trainrun("check " + test::source("recipes/quickstart.yaml") +
+                        " precision=auto memory_format=auto world.device=auto world.backend=auto data.eval_batch_size=null"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string recipe = r.out.substr(0, r.out.find("\nmodel: "));
+  for (const char* needle : {"\nprecision: fp32\n", "\nmemory_format: contiguous\n", "  device: cpu\n", "  backend: gloo\n",
+                             "  batch_size: 64\n", "  eval_batch_size: 64\n", "#   memory_format: contiguous (basicnet does not gain from NHWC)\n",
+                             "#   world.device: cpu (no CUDA device)\n", "#   world.backend: gloo (gloo on a CPU)\n",
+                             "#   data.eval_batch_size: 64 (null: batch_size)\n"})
+    EXPECT_NE(recipe.find(needle), std::string::npos) << needle << "\n" << recipe;
+  EXPECT_TRUE(std::regex_search(recipe, std::regex("#   precision: (fp32|bf16) \\(this CPU has"))) << recipe;
+  EXPECT_EQ(recipe.find(": auto"), std::string::npos) << recipe;
+  EXPECT_FALSE(std::regex_search(recipe, std::regex(": [&*][0-9]"))) << recipe;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("precision (fp32|bf16) \\(auto: this CPU has[^)]*\\), memory format contiguous\n")))
+      << r.out;
 }
 
 }  // namespace

@@ -11,7 +11,10 @@ command to the first rule that takes it:
   the download needs the network); exit 0 required.
 - any other `trainrun ...` (a training run, `eval`): `trainrun check` with the same recipe and
   overrides, exit 0 required (runs are what the rest of the suite does; a page's command is held
-  to its recipe and overrides parsing, resolving and building). `trainrun shards` likewise, its
+  to its recipe and overrides parsing, resolving and building), and what `check` says the run
+  would do with its run folder must be to train: a page's command that another job's folder would
+  refuse, or that would find its run finished, fails (the test runs this script in an empty folder
+  and again where `make demo` left a finished quickstart). `trainrun shards` likewise, its
   own options taken off (an option it does not have stays and fails the check); the command
   itself is run by tests/cli/shards_test.cpp.
 - `torchrun`, `python3 tests/py/torchrun.py`: its options parsed by torch's own parser
@@ -182,6 +185,7 @@ def check_trainrun(page, line, command, args, env):
     if args[:2] == ["list", "models"]:
         say(page, line, "not run here (" + LIST_MODELS + ")", command)
         return
+    training = not args or args[0] not in ("check", "describe", "list", "eval", "predict", "export", "shards")
     if args and args[0] in ("check", "describe", "list"):
         how, argv = "ran", list(args)
         if "--download" in argv:
@@ -201,12 +205,34 @@ def check_trainrun(page, line, command, args, env):
     key = (tuple(argv), tuple(sorted(env.items())))
     if key not in _ran:
         r = run([TRAINRUN] + argv, env={**os.environ, **env, "HF_HUB_OFFLINE": "1"})
-        _ran[key] = (r.returncode, r.stderr.strip())
-    code, err = _ran[key]
+        _ran[key] = (r.returncode, r.stderr.strip(), r.stdout)
+    code, err, out = _ran[key]
     if code != 0:
         failures.append(f"{page}:{line}: {command}\n  trainrun {' '.join(argv)}: exit {code}\n  {err}")
         how = "FAILED " + how
+    elif training and (problem := run_folder_problem(args, out)):
+        failures.append(f"{page}:{line}: {command}\n  {problem}")
+        how = "FAILED " + how
     say(page, line, how, command)
+
+
+# The demo's own command, which after `make demo` (tests/support/finished_demo.h) finds its run
+# finished: the one training command a page may show that trains nothing there.
+DEMO = ["recipes/quickstart.yaml"]
+
+
+def run_folder_problem(args, out):
+    """What `check` says a training command would do with its run folder, when that is not to
+    train: another job's folder (refused, exit 2) or a finished run (nothing trained)."""
+    m = re.search(r"^run folder: (.*)$", out, re.M)
+    if not m:
+        return "check printed no 'run folder:' line"
+    plan = m.group(1)
+    if plan.startswith("refuse"):
+        return "in this folder the run would be refused: " + plan
+    if plan.startswith("nothing") and list(args) != DEMO:
+        return "in this folder the run would train nothing: " + plan
+    return None
 
 
 _torchrun = []  # (page, line, command, options): parsed together at the end (importing torch takes seconds)

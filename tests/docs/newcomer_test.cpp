@@ -15,6 +15,7 @@
 #include "registry/registry.h"
 #include "runner/io/weights.h"
 #include "support/hub_server.h"
+#include "support/finished_demo.h"
 #include "support/published_weights.h"
 #include "support/safetensors.h"
 #include "test_util.h"
@@ -135,21 +136,22 @@ class NewcomerPath {
     server.emplace(hub, dir.path());
   }
 
-  // Runs one line of a command file as the page shows it, in the working folder.
-  test::RunResult step(const std::string& line) const {
+  // Runs one line of a command file as the page shows it, in the working folder (a training
+  // command cut to kSmallRun unless `as_written`).
+  test::RunResult step(const std::string& line, bool as_written = false) const {
     const std::string script = dir / "step.sh";
-    test::write_file(script, with_small_run(line) + "\n");
+    test::write_file(script, (as_written ? line : with_small_run(line)) + "\n");
     return test::run("cd '" + work.string() + "' && env -u HF_HUB_CACHE -u HF_HUB_OFFLINE -u HF_TOKEN HF_HOME='" +
                      (dir / "hf") + "' HF_ENDPOINT=" + server->url() + " bash -e '" + script + "'");
   }
 
   // Every line of docs/commands/NAME.sh exits 0; their results, in order.
-  std::vector<test::RunResult> run_file(const std::string& name) const {
+  std::vector<test::RunResult> run_file(const std::string& name, bool as_written = false) const {
     std::vector<test::RunResult> results;
     for (const auto& line : commands(name)) {
-      results.push_back(step(line));
-      EXPECT_EQ(results.back().code, 0) << "docs/commands/" << name << ".sh: " << with_small_run(line) << "\n"
-                                        << results.back().out << results.back().err;
+      results.push_back(step(line, as_written));
+      EXPECT_EQ(results.back().code, 0) << "docs/commands/" << name << ".sh: " << (as_written ? line : with_small_run(line))
+                                        << "\n" << results.back().out << results.back().err;
     }
     return results;
   }
@@ -168,16 +170,26 @@ class NewcomerPath {
   std::string repo;  // the Hub repo resnet18's `pretrained: true` names
 };
 
-TEST(Docs, NewcomerPathCommandsRun) {
-  NewcomerPath path;
+// The path from Getting started on; `after_demo`: in the folder `make demo` leaves (a finished
+// quickstart in runs/quickstart), where the first page's commands run as written.
+void walk_the_path(const NewcomerPath& path, bool after_demo) {
   ASSERT_GT(path.server->port(), 0);
   const fs::path& work = path.work;
 
   // Getting started: the quickstart trains on 2 processes, checks, evaluates, lists, describes.
-  auto quickstart = path.run_file("quickstart");
+  // After the demo, its training command says the run is finished and trains nothing.
+  auto quickstart = path.run_file("quickstart", after_demo);
   EXPECT_TRUE(fs::is_regular_file(work / "runs/quickstart/model.safetensors"));
   expect_two_processes(work / "runs/quickstart");
   for (const auto& r : quickstart) EXPECT_FALSE(r.out.empty());
+  if (after_demo) {
+    EXPECT_EQ(path.training_output("quickstart", quickstart),
+              "runs/quickstart: finished at step 469 (epoch 1 of 1); nothing to train\n");
+    // `check` with other overrides says what a run would do with the demo's folder.
+    EXPECT_NE(quickstart[1].out.find("run folder: refuse (exit 2): runs/quickstart holds another run: optimizer.lr 0.001 -> "
+                                     "0.0003; use output.dir=..., or output.resume=never to start over in it"),
+              std::string::npos) << quickstart[1].out;
+  }
 
   // Your own photos: check, then train on 2 processes with the Hub's resnet18.
   auto own = path.run_file("own-images");
@@ -222,6 +234,24 @@ TEST(Docs, NewcomerPathCommandsRun) {
       EXPECT_TRUE(classes.count(line["label"].get<std::string>())) << printed[k];
     }
   }
+}
+
+TEST(Docs, NewcomerPathCommandsRun) {
+  NewcomerPath path;
+  walk_the_path(path, false);
+}
+
+// Where a user stands after the README's first command: nothing on the path touches the demo's
+// run, and its own commands do what the pages say. (Not a Docs. test: CI's docs stage, which runs
+// those again with the site's tools required, need not repeat it.)
+TEST(DocsAfterDemo, NewcomerPathCommandsRun) {
+  if (!fs::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  NewcomerPath path;
+  const std::string made = test::add_finished_demo(path.work);
+  ASSERT_TRUE(fs::is_regular_file(path.work / "runs/quickstart/model.safetensors")) << made;
+  const auto demo = test::snapshot(path.work / "runs/quickstart");
+  walk_the_path(path, true);
+  EXPECT_EQ(test::snapshot(path.work / "runs/quickstart"), demo);
 }
 
 }  // namespace

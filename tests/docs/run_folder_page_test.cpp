@@ -55,16 +55,18 @@ std::string type_of(const nlohmann::ordered_json& v) {
   return "object";
 }
 
-// Keys as `a.b`, `a[].b` for lists of objects; `log_history` (metrics.jsonl's lines) stays whole.
+// Keys as `a.b`, `a[].b` for lists of objects; `log_history` (metrics.jsonl's lines) and `job`
+// (the recipe's sections that make the run the same job) stay whole.
 void flatten(const nlohmann::ordered_json& v, const std::string& path, std::vector<std::vector<std::string>>& out) {
   auto add = [&](const std::string& key, const std::string& type) {
     for (const auto& row : out)
       if (row[0] == "`" + key + "`") return;
     out.push_back({"`" + key + "`", type});
   };
-  if (v.is_object() && path != "log_history") {
+  const bool whole = path == "log_history" || path == "job";
+  if (v.is_object() && !whole) {
     for (const auto& [k, item] : v.items()) flatten(item, path.empty() ? k : path + "." + k, out);
-  } else if (v.is_array() && !v.empty() && v[0].is_object() && path != "log_history") {
+  } else if (v.is_array() && !v.empty() && v[0].is_object() && !whole) {
     for (const auto& item : v) flatten(item, path + "[]", out);
   } else {
     add(path, type_of(v));

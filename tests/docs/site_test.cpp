@@ -1,6 +1,7 @@
 // The documentation site (docs/, mkdocs.yml): it builds with --strict, every link and anchor in it
 // resolves, no page loads anything from another machine, and every recipe a page shows is a file
 // that `trainrun check` accepts.
+#include "support/photo_folder.h"
 #include "test_util.h"
 
 #include <algorithm>
@@ -41,18 +42,6 @@ std::vector<fs::path> files_under(const fs::path& dir, const std::string& extens
   return found;
 }
 
-// A folder of tiny images in torchvision's ImageFolder layout, data/photos/CLASS/N.ppm, for the
-// recipes that train on "your photos".
-void write_photo_folder(const fs::path& root) {
-  std::mt19937 rng(7);
-  for (std::string cls : {"cat", "dog"})
-    for (int i = 0; i < 6; ++i) {
-      std::string ppm = "P6\n40 30\n255\n";
-      for (int b = 0; b < 40 * 30 * 3; ++b) ppm += char(rng() % 256);
-      test::write_file((root / "data/photos" / cls / (std::to_string(i) + ".ppm")).string(), ppm);
-    }
-}
-
 TEST(Docs, SiteBuildsStrict) {
   SKIP_OR_FAIL_WITHOUT_MKDOCS();
   test::TempDir dir;
@@ -68,7 +57,7 @@ TEST(Docs, SiteBuildsStrict) {
 TEST(Docs, RecipesOnPagesAreChecked) {
   const fs::path src = TRAINRUN_SOURCE_DIR;
   test::TempDir dir;
-  write_photo_folder(dir.path());
+  test::write_photo_folder(dir.path());
   // `check` asks the Hub nothing; an empty HF_HOME keeps the report independent of this machine's cache.
   const std::string env = "cd '" + dir.path().string() + "' && HF_HOME='" + (dir / "hf") + "' ";
   auto recipes = files_under(src / "docs/recipes", ".yaml");
