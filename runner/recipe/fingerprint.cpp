@@ -13,6 +13,8 @@ using nlohmann::ordered_json;
 // or the only ones that are (train).
 constexpr const char* kSections[] = {"seed", "model", "data", "optimizer", "scheduler", "freeze", "train"};
 constexpr const char* kDataLeftOut[] = {"batch_size", "eval_batch_size", "workers", "on_bad_file", "max_eval_samples"};
+// data.dataset's keys about fetching the data, not what it is.
+constexpr const char* kDatasetLeftOut[] = {"download", "cache_dir", "retries", "eval_split_name"};
 constexpr const char* kTrainKept[] = {"loss", "max_grad_norm", "bn_eval", "unfreeze_at_epoch", "ema"};
 
 // A YAML scalar as the number, boolean or null it means, so that 1.0e-3 and 0.001 are one value.
@@ -85,6 +87,8 @@ ordered_json recipe_fingerprint(const YAML::Node& root) {
     ordered_json value = to_json(root[section]);
     if (std::string(section) == "data" && value.is_object()) {
       for (const char* key : kDataLeftOut) value.erase(key);
+      if (value["dataset"].is_object())
+        for (const char* key : kDatasetLeftOut) value["dataset"].erase(key);
     } else if (std::string(section) == "train" && value.is_object()) {
       ordered_json kept = ordered_json::object();
       for (auto it = value.begin(); it != value.end(); ++it)

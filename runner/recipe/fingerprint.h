@@ -4,8 +4,9 @@
 // another run by mistake). Every checkpoint records it (trainrun_state.json, "job").
 //
 // In the fingerprint (the recipe as written, defaults and overrides applied, before `auto` values
-// are resolved, numbers compared as numbers): seed, model, data (dataset, transforms, batch
-// transforms, mixup, sampler, max_train_samples), optimizer, scheduler, freeze, the training
+// are resolved, numbers compared as numbers): seed, model, data (dataset but how it is fetched:
+// download, cache_dir, retries, eval_split_name; transforms, batch transforms, mixup, sampler,
+// max_train_samples), optimizer, scheduler, freeze, the training
 // math of `train` (loss, max_grad_norm, bn_eval, unfreeze_at_epoch, ema), and the global batch
 // (data.batch_size x processes x train.grad_accum_steps). Left out, as they may change between
 // sessions of one job: the world layout, threads, precision and memory format, logging,

@@ -108,9 +108,6 @@ TEST_F(CheckWithoutData, TheScheduleTakesTheRunsLengthFromStepsPerEpoch) {
   EXPECT_EQ(test::run(check(dir / "absent/images", "--steps-per-epoch 0")).code, 2);
 }
 
-}  // namespace
-}  // namespace trainrun
-
 // The README's headline recipe where its photos are not (yet): `check` reports the model, groups,
 // optimizer, transforms and world, then the missing folder with its key and where it was written,
 // exit 2 (a run's exit), nothing written. Before, it printed only the last line.
@@ -118,11 +115,14 @@ TEST_F(CheckWithoutData, AMissingFolderIsReportedAfterWhatNeedsNoData) {
   const std::string recipe = test::source("docs/recipes/own-images.yaml");
   auto r = test::run("cd '" + dir.path().string() + "' && HF_HOME='" + (dir / "hf") + "' " + test::trainrun("check " + recipe));
   EXPECT_EQ(r.code, 2) << r.out << r.err;
-  EXPECT_EQ(r.err, "data.dataset.root (" + recipe + ":4:27): data/photos: no such folder\n");
+  EXPECT_EQ(r.err, "data.dataset.root (" + recipe + ":4:39): data/photos: no such folder\n");
   for (const char* needle : {"model: resnet18, ", "with a one-class head", "data: image_folder, not found (below)",
                              "train transforms:", "  random_resized_crop ", "world: 1 node x ", "optimizer: adamw, ",
                              "needs the data: the classes (num_classes)"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
-  EXPECT_EQ(r.out.find("not downloaded"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("data: image_folder, not downloaded"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir / "runs"));
 }
+
+}  // namespace
+}  // namespace trainrun
