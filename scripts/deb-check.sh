@@ -8,9 +8,9 @@
 #   usage: scripts/deb-check.sh [--suite bookworm|trixie] [--keep]    (from the checkout, as root)
 #   --keep: leave both roots in /tmp; QUICKSTART_ARGS='data.max_train_samples=6400' shortens the run
 # Says the .deb's size, its Depends line, and each stage's exit code and time; exits non-zero when
-# a stage failed. Reuses ../shared/tools/fresh-check's cached bases (/var/tmp/trainrun-fresh-base-SUITE.tar,
-# made with debootstrap if missing); the roots are /tmp/trainrun-deb-{build,install}-SUITE, the
-# .deb and the logs are kept in /tmp/trainrun-deb-SUITE/.
+# a stage failed. Each root starts from a cached minimal base, /var/tmp/trainrun-fresh-base-SUITE.tar
+# (debootstrap --variant=minbase, made on the first run); the roots are
+# /tmp/trainrun-deb-{build,install}-SUITE, the .deb and the logs are kept in /tmp/trainrun-deb-SUITE/.
 set -euo pipefail
 keep=""; suite=bookworm
 while [ $# -gt 0 ]; do
@@ -28,7 +28,7 @@ cache=/var/tmp/trainrun-fresh-base-$suite.tar
 build_root=/tmp/trainrun-deb-build-$suite
 install_root=/tmp/trainrun-deb-install-$suite
 out=/tmp/trainrun-deb-$suite
-if [ ! -s "$cache" ]; then  # as fresh-check makes it
+if [ ! -s "$cache" ]; then  # a minbase root with the host's resolv.conf
   command -v debootstrap >/dev/null || { echo "deb-check: apt-get install debootstrap first"; exit 2; }
   echo "deb-check: making a minimal Debian $suite base (once)..."
   tmp=$(mktemp -d /var/tmp/fresh-base.XXXXXX)

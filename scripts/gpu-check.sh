@@ -7,7 +7,9 @@
 #
 #   usage, from the checkout:  scripts/gpu-check.sh [--system] [DEPS_DIR]   (default ./portable-deps)
 #
-# DEPS_DIR          the prefix made by ../shared/tools/portable-deps/make-deps.sh (its README)
+# DEPS_DIR          a relocatable prefix of the other dependencies, made from Debian 12's packages:
+#                   PACKAGES.txt, lib/ (and lib/cmake/), include/, share/cmake/, pkgconfig.in/
+#                   (naming the prefix @TRAINRUN_DEPS@), bin/pkg-config; bench/README.md lists it
 # --system          build against Debian's LibTorch and -dev packages instead (the default when
 #                   DEPS_DIR is missing and Debian's libtorch-dev is installed): a CPU machine's
 #                   end-to-end check of this script; the GPU tests skip, the CUDA rows do not run
@@ -76,7 +78,7 @@ elif [ "$SYSTEM" = 0 ]; then
     SYSTEM=1
     log "no prefix at $DEPS_DIR, Debian's libtorch-dev is installed: building against the system (--system)"
   else
-    part configure FAILED "$DEPS_DIR is not a portable-deps prefix (make-deps.sh makes one), and no --system"
+    part configure FAILED "$DEPS_DIR is not a portable-deps prefix (no PACKAGES.txt and lib/cmake/ there, see bench/README.md), and no --system"
   fi
 fi
 

@@ -1,5 +1,5 @@
-// The failures trainrun's exit codes tell apart (SPEC §7), for every layer to throw: the command
-// line turns each into one line on stderr and its exit code (runner/cli/main.cpp).
+// The failures trainrun's exit codes tell apart (docs/reference/exit-codes.md), for every layer to
+// throw: the command line turns each into one line on stderr and its exit code (runner/cli/main.cpp).
 #pragma once
 
 #include <stdexcept>

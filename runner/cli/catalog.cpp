@@ -30,8 +30,11 @@ void print_schema(const Schema& schema) {
 std::string pretrained_config(const std::string& name) {
   const auto& entry = Registry<Classifier>::instance().get(name);
   YAML::Node cfg(YAML::NodeType::Map);
-  for (auto& p : entry.schema.params())
+  std::string head;  // the count depends on the head: say which one was counted (`check` counts the run's)
+  for (auto& p : entry.schema.params()) {
     cfg[p.name] = p.name == "num_classes" ? YAML::Node(1000) : YAML::Clone(p.default_value);
+    if (p.name == "num_classes") head = " with a 1000-class head";
+  }
   torch::NoGradGuard no_grad;
   // On every core: timm's trunc_normal_ init (erfinv) of the 20 models takes ~20 s on one.
   at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
@@ -41,7 +44,7 @@ std::string pretrained_config(const std::string& name) {
   int64_t params = 0;
   for (const auto& p : model->parameters()) params += p.numel();
   std::string eval = in.resize_and_crop ? fmt::format("{} crop_pct {}", in.interpolation, in.crop_pct) : "as is";
-  return fmt::format("{} | {:.1f}M params | input {} {} | mean {} std {}", weights, double(params) / 1e6,
+  return fmt::format("{} | {:.1f}M params{} | input {} {} | mean {} std {}", weights, double(params) / 1e6, head,
                      fmt::join(in.input_size, "x"), eval, in.mean, in.std);
 }
 

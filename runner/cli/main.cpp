@@ -1,4 +1,4 @@
-// trainrun's command line (SPEC §1). Exit codes (runner/distributed/exit_codes.h): 0 done, 2 bad
+// trainrun's command line (docs/reference/cli.md). Exit codes (runner/distributed/exit_codes.h): 0 done, 2 bad
 // recipe or command line (nothing started), 1 a run that failed after starting, 130 interrupted and
 // 138 pre-empted after a clean checkpoint; a launcher's code for its workers is returned as is.
 #include "runner/cli/commands.h"

@@ -1,5 +1,5 @@
 // `trainrun predict RECIPE.yaml --checkpoint PATH IMAGE...` or `trainrun predict --model EXPORTED.pt
-// IMAGE...`: one JSON line per image, in the order given (SPEC §1), with the top-k classes, their
+// IMAGE...`: one JSON line per image, in the order given (docs/reference/cli.md), with the top-k classes, their
 // scores and the raw logits.
 #include "components/data/image.h"
 #include "runner/cli/commands.h"

@@ -1,5 +1,5 @@
 // `trainrun RECIPE.yaml [key.path=value ...]`: train and evaluate in this process, or launch the
-// world of worker processes the recipe asks for (SPEC §1).
+// world of worker processes the recipe asks for (docs/reference/cli.md).
 #include "runner/cli/commands.h"
 #include "runner/distributed/launcher.h"
 #include "runner/io/checkpoint.h"

@@ -1,4 +1,4 @@
-// Checkpoint folders in Hugging Face Trainer's layout (SPEC §4): output.dir/checkpoint-<global_step>/
+// Checkpoint folders in the Trainer's layout (docs/reference/run-folder.md): output.dir/checkpoint-<step>/
 // holding model.safetensors, optimizer.pt, scheduler.json, scaler.json, rng.pt, trainrun_state.json
 // and trainer_state.json. A folder is written as .checkpoint-<step>.tmp, every file fsynced, then
 // renamed, so a checkpoint-<step> folder is always complete; trainer_state.json is written last

@@ -10,7 +10,7 @@ namespace trainrun {
 namespace {
 
 // HF's TensorBoardCallback.rewrite_logs: eval_* -> eval/*, everything else -> train/*; the
-// learning rate is SPEC §4's train/lr.
+// learning rate is train/lr (docs/reference/run-folder.md), not train/learning_rate.
 std::string tensorboard_tag(const std::string& key) {
   if (key.rfind("eval_", 0) == 0) return "eval/" + key.substr(5);
   if (key == "learning_rate") return "train/lr";

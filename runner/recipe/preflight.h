@@ -1,5 +1,5 @@
 // What a run checks before anything is started or written, so that every mistake in a recipe is
-// exit 2 with nothing on disk (SPEC §7): `trainrun check` and a run (in the launcher, before the
+// exit 2 with nothing on disk (docs/reference/bad-inputs.md): `trainrun check` and a run (in the launcher, before the
 // workers start, and in each worker before the run folder) call the same function.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The table "Bad inputs: what you see" (SPEC §7; docs/reference/bad-inputs.md), one test per row:
+// The table "Bad inputs: what you see" (docs/reference/bad-inputs.md), one test per row:
 // the real trainrun binary on a fixture the test writes, checking the line the user reads, the exit
 // code (2: nothing started or written; 1: failed after starting; 130/138: stopped after a
 // checkpoint) and what is left on disk. Other suites test many of these cases more deeply; here

@@ -1,4 +1,5 @@
-// The command line as a user meets it: exit codes and one-line errors (SPEC §1, §7).
+// The command line as a user meets it: exit codes and one-line errors (docs/reference/cli.md,
+// docs/reference/exit-codes.md).
 #include "test_util.h"
 
 #include <filesystem>

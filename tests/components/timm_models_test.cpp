@@ -197,6 +197,8 @@ TEST(TimmModelsCli, ListAndDescribeShowThePretrainedConfig) {
     auto d = test::run(test::trainrun("describe models/" + name));
     ASSERT_EQ(d.code, 0) << d.err;
     EXPECT_NE(d.out.find("pretrained config: " + facts), std::string::npos) << d.out;
+    // the count is the 1000-class model's, and says so (`check` counts the run's own head)
+    EXPECT_NE(d.out.find("M params with a 1000-class head | "), std::string::npos) << d.out;
   }
 }
 

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""Checks a built documentation site (Docs.SiteBuildsStrict runs it).
+"""Checks a built documentation site (Docs.SiteBuildsStrict runs it) and the pages' sources.
 
 usage: check_links.py SOURCE_DIR SITE_DIR
+       check_links.py --sources SOURCE_DIR     (the sources only; Docs.NoLinkOrPathOnAPageLeavesTheRepository)
+
+- no page under SOURCE_DIR/docs and not README.md sends the reader outside the repository: a
+  relative link (markdown, a reference definition, an HTML href/src) resolved from the page's
+  folder, and a relative path in the text or a code block (`../x`), read from the repository root
+  as the pages' commands are, must stay inside SOURCE_DIR;
 
 - every page under SOURCE_DIR/docs is in mkdocs.yml's nav (mkdocs 1.4 only logs an INFO line
   for a page left out, which --strict lets pass);
@@ -59,8 +65,55 @@ def setting(config_text, key, default):
     return m.group(1) if m else default
 
 
-def main(source, site):
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)[^)]*\)|^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)|\b(?:href|src)\s*=\s*[\"']([^\"']*)[\"']", re.M)
+# a path that starts by going up: `../x`, not `.../x` (an elision) or `$ORIGIN/../lib` (inside another path)
+UP_PATH = re.compile(r"(?<![\w.$/~-])(?:\.\./)+[^\s`'\"()<>\[\]|,;]*")
+
+
+def inside(path, root):
+    return os.path.commonpath([path, root]) == root
+
+
+def source_problems(source):
+    """Links and paths of docs/**/*.md and README.md that resolve outside the repository."""
+    root = os.path.realpath(source)
+    pages = [os.path.join(root, "README.md")]
+    for folder, _, files in os.walk(os.path.join(root, "docs")):
+        pages += [os.path.join(folder, n) for n in sorted(files) if n.endswith(".md")]
     problems = []
+    for page in pages:
+        if not os.path.isfile(page):
+            continue
+        where = os.path.relpath(page, root)
+        for number, line in enumerate(open(page, encoding="utf-8").read().split("\n"), 1):
+            rest = line
+            for m in LINK.finditer(line):
+                target = next(g for g in m.groups() if g is not None)
+                rest = rest.replace(m.group(0), " ")
+                parts = urlsplit(target)
+                if parts.scheme or parts.netloc or not parts.path or parts.path.startswith("/"):
+                    continue  # another machine, an anchor on this page, the site's root
+                resolved = os.path.normpath(os.path.join(os.path.dirname(page), unquote(parts.path)))
+                if not inside(resolved, root):
+                    problems.append(f"{where}:{number}: link {target} leaves the repository ({resolved})")
+            for m in UP_PATH.finditer(rest):
+                resolved = os.path.normpath(os.path.join(root, m.group(0)))
+                if not inside(resolved, root):
+                    problems.append(f"{where}:{number}: path {m.group(0)} leaves the repository "
+                                    f"(read from the repository root, as the pages' commands are: {resolved})")
+    return len(pages), problems
+
+
+def main_sources(source):
+    count, problems = source_problems(source)
+    for line in problems:
+        print(line)
+    print(f"check_links: sources: {count} pages, {len(problems)} links or paths leaving the repository")
+    return 1 if problems else 0
+
+
+def main(source, site):
+    problems = source_problems(source)[1]
     config = open(os.path.join(source, "mkdocs.yml"), encoding="utf-8").read()
     docs = os.path.join(source, setting(config, "docs_dir", "docs"))
     in_nav = nav_files(config)
@@ -109,4 +162,6 @@ def main(source, site):
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
+    if sys.argv[1] == "--sources":
+        sys.exit(main_sources(sys.argv[2]))
     sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -235,7 +235,7 @@ TEST(Docs, PythonMappingKeyCheckCatchesARenamedKey) {
   EXPECT_NE(describe.check_key("trainer.epochs"), "");
 }
 
-// The page's recipe (included with pymdownx.snippets) and every `trainrun check` line it shows
+// The page's recipe (included with pymdownx.snippets) and every `build/trainrun check` line it shows
 // pass as written, from the checkout's root, without the pictures or the Hub weights present.
 TEST(Docs, PythonMappingRecipeChecks) {
   const std::string page = test::read_file(test::source(kPage));
@@ -250,7 +250,8 @@ TEST(Docs, PythonMappingRecipeChecks) {
   EXPECT_NE(r.out.find("data: pets_folder, not downloaded yet"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("    - mixup:\n        mixup_alpha: 0.2\n        cutmix_alpha: 1.0\n"), std::string::npos) << r.out;
 
-  // `trainrun check ...` lines of the page's sh blocks, continuation lines joined
+  // `build/trainrun check ...` lines of the page's sh blocks, continuation lines joined
+  const std::string prefix = "build/trainrun check ";
   std::istringstream in(page);
   std::vector<std::string> checks;
   bool in_sh = false;
@@ -261,7 +262,7 @@ TEST(Docs, PythonMappingRecipeChecks) {
       continue;
     }
     if (!in_sh) continue;
-    if (!pending.empty() || line.rfind("trainrun check ", 0) == 0) {
+    if (!pending.empty() || line.rfind(prefix, 0) == 0) {
       const bool more = !line.empty() && line.back() == '\\';
       pending += more ? line.substr(0, line.size() - 1) : line;
       if (!more) checks.push_back(std::exchange(pending, ""));
@@ -269,7 +270,7 @@ TEST(Docs, PythonMappingRecipeChecks) {
   }
   ASSERT_GE(checks.size(), 2u) << "the timm and Trainer examples' check commands";
   for (const auto& command : checks) {
-    auto c = test::run(cd + test::trainrun(command.substr(std::string("trainrun ").size())));
+    auto c = test::run(cd + test::trainrun(command.substr(std::string("build/trainrun ").size())));
     EXPECT_EQ(c.code, 0) << command << "\n" << c.out << c.err;
   }
   EXPECT_FALSE(std::filesystem::exists(test::source("data/oxford-pets"))) << "check downloaded the pictures";

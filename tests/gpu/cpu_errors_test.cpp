@@ -1,6 +1,7 @@
-// Asking for CUDA or NCCL where there is none: one clear line on stderr, exit 2 (SPEC §7: a bad
-// recipe, nothing started, nothing written), from `check` and from a run alike. These run on a
-// machine without CUDA (and a LibTorch without NCCL) and skip where CUDA or NCCL is present.
+// Asking for CUDA or NCCL where there is none: one clear line on stderr, exit 2 (a bad recipe,
+// nothing started, nothing written: docs/reference/bad-inputs.md), from `check` and from a run
+// alike. These run on a machine without CUDA (and a LibTorch without NCCL) and skip where CUDA or
+// NCCL is present.
 #include "gpu_util.h"
 #include "runner/distributed/process_group.h"
 

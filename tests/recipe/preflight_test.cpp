@@ -1,6 +1,7 @@
-// Exit 2 means nothing was started and nothing written (SPEC §7): the optimizer and scheduler are
-// built, and one example goes through each transform pipeline and the model, before the run
-// folder exists or a worker is launched. `trainrun check` finds the same mistakes.
+// Exit 2 means nothing was started and nothing written (docs/reference/bad-inputs.md): the
+// optimizer and scheduler are built, and one example goes through each transform pipeline and the
+// model, before the run folder exists or a worker is launched. `trainrun check` finds the same
+// mistakes.
 #include "test_util.h"
 
 namespace trainrun {

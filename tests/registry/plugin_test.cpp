@@ -1,6 +1,6 @@
-// Plugins refused with exit 2 and one line naming both sides (SPEC §8): one built for another
-// trainrun/LibTorch ABI (before any of its code runs), one without an ABI record, and one
-// registering a name another library took. The test plugins are built in tests/CMakeLists.txt.
+// Plugins refused with exit 2 and one line naming both sides (docs/guides/extend.md, "Write a
+// plugin"): one built for another trainrun/LibTorch ABI (before any of its code runs), one without
+// an ABI record, and one registering a name another library took. The test plugins are built in tests/CMakeLists.txt.
 #include "test_util.h"
 
 #include <gtest/gtest.h>
