@@ -260,6 +260,7 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
   if (steps_per_epoch > 0)
     std::cout << "steps per epoch: " << steps_per_epoch << " (given), total " << total << " optimizer steps\n";
   print_world(job);
+  std::cout << "run folder: " << describe(plan_resume(job, world), job, world) << "\n";
   if (auto_classes) std::cout << "parameter groups (one-class head):\n";
   print_param_groups(job);
   for (auto& note : job.notes) std::cout << "note: " << note << "\n";

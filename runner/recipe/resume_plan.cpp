@@ -31,7 +31,8 @@ nlohmann::ordered_json job_fingerprint(const Job& job, int64_t world_size) {
   return job_fingerprint(job.fingerprint, job.config.data.batch_size, world_size, job.config.train.grad_accum_steps);
 }
 
-ResumePlan plan_resume(const Job& job, int64_t world_size, const std::string& checkpoint, const TrainerState& saved) {
+ResumePlan plan_resume(const Job& job, int64_t world_size, const std::string& checkpoint, const TrainerState& saved,
+                       std::optional<int64_t> total_steps) {
   ResumePlan plan;
   plan.checkpoint = checkpoint;
   plan.step = saved.global_step;
@@ -52,7 +53,7 @@ ResumePlan plan_resume(const Job& job, int64_t world_size, const std::string& ch
     plan.action = ResumePlan::Action::Finished;
     plan.line = fmt::format("{}: finished at step {} (stopped early by a callback in epoch {:g} of {}); nothing to train",
                             where(job, checkpoint), saved.global_step, saved.epoch, epochs);
-  } else if (saved.global_step >= run_length(job, world_size).total_steps) {
+  } else if (total_steps && saved.global_step >= *total_steps) {
     plan.action = ResumePlan::Action::Finished;
     plan.line = fmt::format("{}: finished at step {} (epoch {:g} of {}); nothing to train", where(job, checkpoint),
                             saved.global_step, saved.epoch, epochs);
@@ -73,7 +74,9 @@ ResumePlan plan_resume(const Job& job, int64_t world_size) {
     plan.checkpoint = from.value_or("");
     return plan;
   }
-  return plan_resume(job, world_size, *from, saved);
+  std::optional<int64_t> total;
+  if (job.data.train) total = run_length(job, world_size).total_steps;
+  return plan_resume(job, world_size, *from, saved, total);
 }
 
 std::string describe(const ResumePlan& plan, const Job& job, int64_t world_size) {
@@ -82,8 +85,9 @@ std::string describe(const ResumePlan& plan, const Job& job, int64_t world_size)
     case ResumePlan::Action::Start:
       return "start in " + o.dir + (o.resume == "never" ? " (output.resume: never)" : " (no checkpoint there)");
     case ResumePlan::Action::Resume:
-      return fmt::format("resume from {} (step {} of {}){}", plan.checkpoint, plan.step,
-                         run_length(job, world_size).total_steps, plan.line.empty() ? "" : "; " + plan.line);
+      return fmt::format("resume from {} (step {}{}){}", plan.checkpoint, plan.step,
+                         job.data.train ? fmt::format(" of {}", run_length(job, world_size).total_steps) : "",
+                         plan.line.empty() ? "" : "; " + plan.line);
     case ResumePlan::Action::Finished:
       return "nothing: " + plan.line;
     case ResumePlan::Action::Refuse:

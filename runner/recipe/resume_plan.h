@@ -8,6 +8,7 @@
 #include "runner/recipe/job.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace trainrun {
@@ -29,14 +30,17 @@ nlohmann::ordered_json job_fingerprint(const Job& job, int64_t world_size);
 // checkpoint it would resume from (`checkpoint`). `auto` refuses another job's checkpoint; a
 // PATH named in the recipe is resumed as asked, with a warning. A run whose checkpoint reached
 // the end (its global step, or a callback that stopped it) is Finished.
-ResumePlan plan_resume(const Job& job, int64_t world_size, const std::string& checkpoint, const TrainerState& saved);
+// `total_steps`: the run's length (run_length), unknown to `check` before the data is here.
+ResumePlan plan_resume(const Job& job, int64_t world_size, const std::string& checkpoint, const TrainerState& saved,
+                       std::optional<int64_t> total_steps);
 
 // The same from the folder as this process sees it (planned_resume_point): Start without a
-// checkpoint; a checkpoint that cannot be read is left to the run to report (Resume).
+// checkpoint; a checkpoint that cannot be read is left to the run to report (Resume). Without
+// the data (job.data.train unset) the length is unknown, and only a callback's stop is Finished.
 ResumePlan plan_resume(const Job& job, int64_t world_size);
 
-// One line for `trainrun check`: "start afresh in runs/x (no checkpoint)", "resume
-// runs/x/checkpoint-400 (step 400 of 469)", "finished: ...", "refused: ...".
+// One line for `trainrun check`: "start in runs/x (no checkpoint there)", "resume from
+// runs/x/checkpoint-400 (step 400 of 469)", "nothing: ... finished ...", "refuse (exit 2): ...".
 std::string describe(const ResumePlan& plan, const Job& job, int64_t world_size);
 
 }  // namespace trainrun

@@ -116,7 +116,7 @@ void TrainLoop::resume() {
     const TrainerState saved = read_trainer_state(*resumed_from_);
     // The launcher refused another job's folder and stopped at a finished run before any worker
     // started; under torchrun, srun or mpirun every rank decides here, on rank 0's checkpoint.
-    const ResumePlan plan = plan_resume(job_, acc_->world_size(), *resumed_from_, saved);
+    const ResumePlan plan = plan_resume(job_, acc_->world_size(), *resumed_from_, saved, length_.total_steps);
     if (plan.action == ResumePlan::Action::Refuse) throw RecipeError(plan.line);
     if (plan.action == ResumePlan::Action::Finished) {
       finished_ = plan.line;
