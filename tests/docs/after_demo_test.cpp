@@ -83,7 +83,9 @@ TEST(DocsAfterDemo, RecipesOnPagesCheckAndTrainBesideTheDemo) {
   for (const auto& recipe : recipes_in(test::source("docs/recipes"))) {
     auto r = test::run(env + test::trainrun("check '" + recipe.string() + "'"));
     EXPECT_EQ(r.code, 0) << recipe << "\n" << r.err;
-    EXPECT_NE(r.out.find("run folder: start in runs/" + recipe.stem().string() + " (no checkpoint there)"), std::string::npos)
+    const std::string folder = load_recipe(recipe.string()).root["output"]["dir"].as<std::string>();
+    EXPECT_NE(folder, "runs/quickstart") << recipe;
+    EXPECT_NE(r.out.find("run folder: start in " + folder + " (no checkpoint there)"), std::string::npos)
         << recipe << "\n" << r.out;
   }
   auto demo_check = test::run(env + test::trainrun("check " + test::source("recipes/quickstart.yaml")));

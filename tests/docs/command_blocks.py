@@ -322,15 +322,16 @@ def handle(page, line, command, env=None):
 def main():
     os.makedirs(WORK, exist_ok=True)
     # A working folder laid out as a clone: the pages' relative paths resolve in it; `recipe.yaml`
-    # (the reader's own recipe) is the quickstart's.
+    # (the reader's own recipe) is the quickstart's, without its name.
     for name in ("recipes", "docs", "examples", "scripts", "tests"):
         link = os.path.join(WORK, name)
         if not os.path.lexists(link):
             os.symlink(os.path.join(SRC, name), link)
     if not os.path.lexists(os.path.join(WORK, "build")):
         os.symlink(BUILD, os.path.join(WORK, "build"))
+    # Named as a reader's own file is, by its stem (runs/recipe), not the demo's `quickstart`.
     with open(os.path.join(WORK, "recipe.yaml"), "w") as f:
-        f.write(open(os.path.join(SRC, "recipes/quickstart.yaml")).read())
+        f.write(re.sub(r"(?m)^name: quickstart\n", "", open(os.path.join(SRC, "recipes/quickstart.yaml")).read()))
     count = 0
     for page, start, body in blocks():
         if body and body[0].startswith("#!/bin/bash"):
