@@ -214,6 +214,15 @@ inline void write_black_mnist(const std::string& dir, int train, int bad) {
   split("t10k", 20, -1);
 }
 
+// Every file under `dir` with its size and modification time: what "nothing written" compares.
+inline std::map<std::string, std::pair<std::uintmax_t, std::filesystem::file_time_type>> snapshot(
+    const std::filesystem::path& dir) {
+  std::map<std::string, std::pair<std::uintmax_t, std::filesystem::file_time_type>> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out[e.path().string()] = {e.file_size(), e.last_write_time()};
+  return out;
+}
+
 inline int count_lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';

@@ -562,6 +562,21 @@ TEST_F(BadInput, MissingDatasetFolder) {
                        ": no such folder");
 }
 
+// output.resume: auto in a run folder that holds another job's checkpoint (runner/recipe/resume_plan.h):
+// refused before anything is written, naming the keys that differ. (`check` says the same in its
+// `run folder:` line and exits 0: a recipe is often checked away from the machine that runs it.)
+TEST_F(BadInput, RunFolderOfAnotherJob) {
+  auto first = test::run(test::trainrun(recipe()));
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto before = test::snapshot(dir / "run");
+  auto r = test::run(test::trainrun(recipe() + " optimizer.lr=3e-4 seed=7"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, (dir / "run") + " holds another run: seed 42 -> 7, optimizer.lr 0.001 -> 0.0003; use output.dir=..., or "
+                                   "output.resume=never to start over in it\n");
+  EXPECT_EQ(test::snapshot(dir / "run"), before);
+  saw(r.err, r.code);
+}
+
 TEST_F(BadInput, EmptyDatasetFolder) {
   fs::create_directories(dir / "empty");
   expect_bad_input(recipe() + " data.dataset.root=" + (dir / "empty"),

@@ -16,19 +16,9 @@
 
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <string>
 
 namespace trainrun::test {
-
-// Every file under `dir` with its size and modification time: what "nothing written" compares.
-inline std::map<std::string, std::pair<std::uintmax_t, std::filesystem::file_time_type>> snapshot(
-    const std::filesystem::path& dir) {
-  std::map<std::string, std::pair<std::uintmax_t, std::filesystem::file_time_type>> out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) out[e.path().string()] = {e.file_size(), e.last_write_time()};
-  return out;
-}
 
 inline std::string demo_stamp() {
   const auto binary = std::filesystem::last_write_time(TRAINRUN_BINARY).time_since_epoch().count();
