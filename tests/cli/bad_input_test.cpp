@@ -932,6 +932,52 @@ TEST_F(BadInput, BadLabelsJson) {
   EXPECT_EQ(contents(dir / "run"), before);
 }
 
+// A dataset of one class (an image_folder with one sub-folder, a pets_folder whose label_regex
+// finds one breed): a 1-output model reaches eval_accuracy 1.0 learning nothing.
+TEST_F(BadInput, OneClassDataset) {
+  fs::create_directories(dir / "photos/cats");
+  fs::create_directories(dir / "pets");
+  for (int i = 1; i <= 4; ++i) {
+    write_image(dir / ("photos/cats/" + std::to_string(i) + ".png"), torch::full({28, 28, 3}, i * 40, torch::kUInt8));
+    write_image(dir / ("pets/beagle_" + std::to_string(i) + ".jpg"), torch::full({28, 28, 3}, i * 40, torch::kUInt8));
+  }
+  const std::string mnist = "{name: mnist, root: /usr/share/datasets/fashion-mnist}";
+  expect_bad_input(recipe(mnist, "{name: image_folder, root: " + (dir / "photos") + ", channels: 1}"),
+                   "data.dataset.root (" + (dir / "recipe.yaml") + ":4:39): found 1 class in " + (dir / "photos") +
+                       " ('cats'); a classifier needs at least 2");
+  expect_bad_input(recipe(mnist, "{name: pets_folder, root: " + (dir / "pets") + ", channels: 1}"),
+                   "data.dataset.root (" + (dir / "recipe.yaml") + ":4:38): found 1 class in " + (dir / "pets") +
+                       " ('beagle'); a classifier needs at least 2");
+}
+
+// A key without its section is found by its last part across the sections.
+TEST_F(BadInput, KeyWithoutItsSection) {
+  expect_bad_input(recipe() + " epochs=2", "command line 'epochs=2': epochs: unknown key (did you mean 'train.epochs'?)");
+  expect_bad_input(recipe() + " lr=3e-4", "command line 'lr=3e-4': lr: unknown key (did you mean 'optimizer.lr'?)");
+}
+
+// The paths errors and `check --origin` print are overrides too (an index into a list, then keys;
+// `normalize` written by name alone is opened); an index past the list's end names the override.
+TEST_F(BadInput, OverrideOfAListItem) {
+  auto r = test::run(test::trainrun("check " + recipe() + " 'data.train_transforms[1].normalize.mean=[0.5]' --origin"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\ndata\.train_transforms\[1\]\.normalize\.mean: \[0\.5\] +# command line )"
+                                                  R"('data\.train_transforms\[1\]\.normalize\.mean=\[0\.5\]'\n)")))
+      << r.out;
+  expect_bad_input(recipe() + " 'data.train_transforms[2].normalize.mean=[0.5]'",
+                   "command line 'data.train_transforms[2].normalize.mean=[0.5]': data.train_transforms[2]: no such item; "
+                   "data.train_transforms has 2 (0 to 1)");
+}
+
+// A tab in the indentation, or an indentation no block above has: said so, where yaml-cpp says
+// "end of map not found".
+TEST_F(BadInput, YamlTabOrIndentation) {
+  expect_bad_input(recipe("  batch_size: 32", "\tbatch_size: 32"),
+                   (dir / "recipe.yaml") + ":6:1: YAML syntax error: a tab in the indentation; YAML indents with spaces only");
+  expect_bad_input(recipe("  batch_size: 32", "   batch_size: 32"),
+                   (dir / "recipe.yaml") + ":6:4: YAML syntax error: bad indentation: 3 spaces, where the lines above are indented 0 or 2");
+}
+
 // Every BadInput test has its row in the page, and every row names a test of this file: a new row
 // cannot be added without the test that writes its lines, nor a test without its row.
 TEST(BadInputPage, RowsAndTestsAreTheSame) {
