@@ -950,10 +950,20 @@ TEST_F(BadInput, OneClassDataset) {
                        " ('beagle'); a classifier needs at least 2");
 }
 
+// timm's and the Trainer's habit (`--epochs 3`): a recipe key given as an option names its override.
+TEST_F(BadInput, RecipeKeyGivenAsAnOption) {
+  expect_bad_input(recipe() + " --epochs 3", "--epochs: not an option; recipe keys are overrides: use train.epochs=3");
+  expect_bad_input(recipe() + " --batch-size=64", "--batch-size: not an option; recipe keys are overrides: use data.batch_size=64");
+}
+
 // A key without its section is found by its last part across the sections.
 TEST_F(BadInput, KeyWithoutItsSection) {
   expect_bad_input(recipe() + " epochs=2", "command line 'epochs=2': epochs: unknown key (did you mean 'train.epochs'?)");
   expect_bad_input(recipe() + " lr=3e-4", "command line 'lr=3e-4': lr: unknown key (did you mean 'optimizer.lr'?)");
+}
+
+TEST_F(BadInput, OverrideBeforeTheRecipe) {
+  expect_bad_input("train.epochs=1 " + recipe(), "train.epochs=1: the recipe file comes first: trainrun RECIPE.yaml [key=value ...]");
 }
 
 // The paths errors and `check --origin` print are overrides too (an index into a list, then keys;
