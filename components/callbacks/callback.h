@@ -149,6 +149,10 @@ class Trainer {
 class Callback {
  public:
   virtual ~Callback() = default;
+  // Before anything starts (`trainrun check`, a run's preflight): refuse what the recipe asks of
+  // this callback that the job cannot give (a metric its evaluations do not report), with a
+  // RecipeError naming the key, so the run is exit 2 with nothing written.
+  virtual void check(const Job&) const {}
   virtual void on_init_end(Trainer&) {}
   virtual void on_resume(Trainer&, const TrainerState& saved) {}
   virtual void on_train_begin(Trainer&, TrainerControl&) {}

@@ -988,6 +988,14 @@ TEST_F(BadInput, YamlTabOrIndentation) {
                    (dir / "recipe.yaml") + ":6:4: YAML syntax error: bad indentation: 3 spaces, where the lines above are indented 0 or 2");
 }
 
+// Early stopping by an EMA metric needs train.ema (with it, tests/train/ema_test.cpp runs one).
+TEST_F(BadInput, EarlyStoppingOnAnEmaMetricWithoutEma) {
+  expect_bad_input(recipe() + " 'callbacks=[{name: early_stopping, metric: ema_accuracy}]'",
+                   "callbacks[0].metric: eval_ema_accuracy is an EMA metric, but train.ema is null");
+  expect_bad_input(recipe() + " 'train.ema={decay: 0.9}' 'callbacks=[{name: early_stopping, metric: eval_ema_top5}]'",
+                   "callbacks[0].metric: eval_ema_top5 is not evaluated: train.metrics has no top5");
+}
+
 // Every BadInput test has its row in the page, and every row names a test of this file: a new row
 // cannot be added without the test that writes its lines, nor a test without its row.
 TEST(BadInputPage, RowsAndTestsAreTheSame) {
