@@ -75,7 +75,12 @@ void add_commands(CLI::App& app, Options& o) {
   o.predict->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file (with a recipe)");
   o.predict->add_option("--model", o.model, "a `trainrun export --format torchscript` file: no recipe, no dataset");
   o.predict->add_option("--top-k", o.top_k, "classes listed per image (default 5)");
-  o.predict->add_option("--images", o.images, "image files (also accepted after the recipe and its overrides)");
+  o.predict->add_option("--images", o.images,
+                         "image files, folders (their images, recursively) or quoted patterns (also accepted after "
+                         "the recipe and its overrides)");
+  o.predict->add_option("--output", o.output,
+                        "also write every image's top k to FILE.csv or FILE.jsonl, in the columns of timm's "
+                        "inference.py (filename, index, label, prob)");
   o.exporter = app.add_subcommand("export", "write a checkpoint's model as TorchScript or ONNX, with its preprocessing and labels");
   o.exporter->add_option("recipe", o.export_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.exporter->add_option("--checkpoint", o.checkpoint, "checkpoint or run folder, or .safetensors file")->required();
@@ -115,7 +120,7 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.describe) return cmd_describe(o.component, o.describe_format, o.reference_dir, app);
   if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download, o.steps_per_epoch);
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
-  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images);
+  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images, o.output);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);
   if (*o.shards) return cmd_shards(o.shards_args, o.output, o.max_count, o.max_size, o.seed, o.no_shuffle);
   if (o.args.empty()) {

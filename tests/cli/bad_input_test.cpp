@@ -996,6 +996,38 @@ TEST_F(BadInput, EarlyStoppingOnAnEmaMetricWithoutEma) {
                    "callbacks[0].metric: eval_ema_top5 is not evaluated: train.metrics has no top5");
 }
 
+// An image predict cannot decode is skipped with a line naming it, the others classified, exit 1:
+// with a recipe and its checkpoint, and with an exported model alone.
+TEST_F(BadInput, PredictImageThatDoesNotDecode) {
+  ASSERT_EQ(test::run(test::trainrun(recipe() + " data.max_train_samples=64 train.eval_every=never")).code, 0);
+  ASSERT_EQ(test::run(test::trainrun("export " + recipe() + " --checkpoint " + (dir / "run") + " --format torchscript")).code, 0);
+  write_image(dir / "shoe.png", torch::zeros({28, 28, 1}, torch::kUInt8));
+  test::write_file(dir / "broken.png", "not a png");
+  const std::string images = " " + (dir / "broken.png") + " " + (dir / "shoe.png");
+  for (const std::string& form : {"predict " + recipe() + " --checkpoint " + (dir / "run"), "predict --model " + (dir / "run/model.pt")}) {
+    auto r = test::run(test::trainrun(form + images));
+    expect_err(r, 1, "warning: " + (dir / "broken.png") + ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file "
+                     "(judged by its first bytes) (skipped)\n");
+    EXPECT_EQ(test::count_lines(r.out), 1) << form << "\n" << r.out;
+  }
+}
+
+// predict's images: a file, a folder (its images, recursively) or a pattern; each must give one.
+TEST_F(BadInput, PredictWithNothingToClassify) {
+  fs::create_directories(dir / "empty/sub");
+  test::write_file(dir / "empty/notes.txt", "not an image");
+  test::write_file(dir / "model.pt", "");  // never read: the images are looked for first
+  const std::string predict = "predict --model " + (dir / "model.pt") + " ";
+  for (const auto& [image, line] : std::vector<std::pair<std::string, std::string>>{
+           {dir / "empty", "predict: " + (dir / "empty") + ": a folder with no image files (searched recursively)"},
+           {"'" + (dir / "empty/*.png") + "'", "predict: " + (dir / "empty/*.png") + ": no file matches"},
+           {dir / "nope.png", "predict: " + (dir / "nope.png") + ": no such file or folder"}}) {
+    auto r = test::run(test::trainrun(predict + image));
+    expect_err(r, 2, line + "\n");
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 // Every BadInput test has its row in the page, and every row names a test of this file: a new row
 // cannot be added without the test that writes its lines, nor a test without its row.
 TEST(BadInputPage, RowsAndTestsAreTheSame) {
