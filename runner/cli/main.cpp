@@ -140,8 +140,9 @@ std::string option_value(const std::string& given, const std::vector<std::string
 }
 
 // What CLI11 left unparsed (the app allows extras): a recipe key given as an option, timm's and
-// the Trainer's habit (`--epochs 3`), is answered with the override to write; anything else is
-// CLI11's own error. `argv` finds the option's value, which CLI11 took as a positional.
+// the Trainer's habit (`--epochs 3`), is answered with the override to write when the option's
+// name is a key's last part (a near name would be a guess); anything else is CLI11's own error.
+// `argv` finds the option's value, which CLI11 took as a positional.
 void answer_unparsed(const CLI::App& app, const Options& o, const std::vector<std::string>& argv) {
   const std::vector<std::string> rest = app.remaining(true);
   if (rest.empty()) return;
@@ -152,7 +153,7 @@ void answer_unparsed(const CLI::App& app, const Options& o, const std::vector<st
     std::string name = option.substr(2);
     std::replace(name.begin(), name.end(), '-', '_');  // --batch-size is batch_size
     const std::string key = closest(name, recipe_key_paths(), /*by_last_part=*/true);
-    if (!key.empty())
+    if (!key.empty() && key.substr(key.rfind('.') + 1) == name)
       throw RecipeError(option + ": not an option; recipe keys are overrides: use " + key + "=" + option_value(first, argv));
   }
   throw CLI::ExtrasError(rest);

@@ -109,11 +109,12 @@ std::vector<std::string> recipe_key_paths(const std::string& except) {
   std::vector<std::string> keys;
   auto add = [&](const std::string& section, const Schema& schema) {
     for (const std::string& key : schema.names()) {
-      const std::string full = section + "." + key;
+      const std::string full = section.empty() ? key : section + "." + key;
       if (!except.empty() && (full.rfind(except + ".", 0) == 0 || full == except)) continue;
       if (std::find(keys.begin(), keys.end(), full) == keys.end()) keys.push_back(full);
     }
   };
+  add("", section_schema(""));
   for (const std::string& section : section_names()) add(section, section_schema(section));
   for (const auto& [section, kind] : components) {
     auto it = kinds().find(kind);

@@ -17,10 +17,10 @@ namespace trainrun {
 // override for a malformed one, an index outside its list, or a key under a plain value.
 std::string apply_override(YAML::Node root, const std::string& text);
 
-// Every key of the fixed sections, then of the components a recipe names (each registered
-// entry's), as dotted paths (`train.epochs`, `optimizer.lr`), leaving out those under `except`
-// (the section being checked). With closest(..., by_last_part) a bare name finds its section:
-// `epochs` -> `train.epochs`.
+// Every key of the top level and the fixed sections, then of the components a recipe names (each
+// registered entry's), as dotted paths (`seed`, `train.epochs`, `optimizer.lr`), leaving out those
+// under `except` (the section being checked). With closest(..., by_last_part) a bare name finds
+// its section: `epochs` -> `train.epochs`.
 std::vector<std::string> recipe_key_paths(const std::string& except = "");
 
 }  // namespace trainrun

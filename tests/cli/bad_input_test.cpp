@@ -950,10 +950,17 @@ TEST_F(BadInput, OneClassDataset) {
                        " ('beagle'); a classifier needs at least 2");
 }
 
-// timm's and the Trainer's habit (`--epochs 3`): a recipe key given as an option names its override.
+// timm's and the Trainer's habit (`--epochs 3`): a recipe key given as an option names its
+// override; an option named like no key (not even nearly: that would be a guess) is CLI11's error.
 TEST_F(BadInput, RecipeKeyGivenAsAnOption) {
   expect_bad_input(recipe() + " --epochs 3", "--epochs: not an option; recipe keys are overrides: use train.epochs=3");
   expect_bad_input(recipe() + " --batch-size=64", "--batch-size: not an option; recipe keys are overrides: use data.batch_size=64");
+  expect_bad_input(recipe() + " --seed 7", "--seed: not an option; recipe keys are overrides: use seed=7");
+  for (const std::string option : {"--verbose", "--epoch"}) {
+    auto r = test::run(test::trainrun(recipe() + " " + option + " 3"));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err, "The following argument was not expected: " + option + "\nRun with --help for more information.\n");
+  }
 }
 
 // A key without its section is found by its last part across the sections.
