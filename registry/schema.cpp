@@ -199,16 +199,16 @@ static std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string hint = closest(word, candidates);
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates, bool by_last_part) {
+  std::string hint = closest(word, candidates, by_last_part);
   return hint.empty() ? "" : " (did you mean '" + hint + "'?)";
 }
 
-std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
+std::string closest(const std::string& word, const std::vector<std::string>& candidates, bool by_last_part) {
   std::string best;
   std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (auto& c : candidates) {
-    std::size_t d = edit_distance(word, c);
+    std::size_t d = edit_distance(word, by_last_part ? c.substr(c.rfind('.') + 1) : c);
     if (d < best_d) best_d = d, best = c;
   }
   return best;

@@ -86,8 +86,10 @@ class Config {
 };
 
 // Closest candidate within a small edit distance, for "did you mean" hints; empty if none.
-std::string closest(const std::string& word, const std::vector<std::string>& candidates);
+// `by_last_part`: dotted candidates are compared by their last part (`epochs` finds
+// `train.epochs`), the first of equally close ones wins.
+std::string closest(const std::string& word, const std::vector<std::string>& candidates, bool by_last_part = false);
 // " (did you mean 'CANDIDATE'?)" for the closest candidate, or "" when none is close.
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates, bool by_last_part = false);
 
 }  // namespace trainrun

@@ -192,6 +192,13 @@ class TwoNodes {
   bool ok_ = false;
 };
 
+// An IDX file of uint8 `data` with sizes `dims`, as MNIST's (magic 0x0000080<dims>, big-endian sizes).
+inline std::string idx_file(const std::vector<uint32_t>& dims, const std::string& data) {
+  std::string out{0, 0, 8, char(dims.size())};
+  for (uint32_t d : dims) out += std::string{char(d >> 24), char(d >> 16 & 255), char(d >> 8 & 255), char(d & 255)};
+  return out + data;
+}
+
 // An MNIST folder (IDX files, as mnist reads them) of black 28x28 images, `train` to train on and
 // 20 to evaluate, but for training example `bad` with a white pixel: normalized with std 1e-39,
 // that pixel is inf, and its batch's loss is nan. Every other input is exactly 0.

@@ -6,6 +6,7 @@
 //
 // Events, in the order a run fires them (Hugging Face's names where it has one, Lightning's
 // where it does not):
+//   check(job)         before anything starts (`trainrun check`, a run's preflight): refuse the job
 //   on_init_end        the trainer is built (world, run folder, model, loaders, optimizer)
 //   on_resume          before a checkpoint's state loads (the optimizer must have its saved groups)
 //   on_train_begin     after the banner, before the first epoch
@@ -149,6 +150,11 @@ class Trainer {
 class Callback {
  public:
   virtual ~Callback() = default;
+  // Before anything starts (`trainrun check`, a run's preflight, each of which makes the recipe's
+  // callbacks once to ask, so a constructor only reads its Config): refuse what the recipe asks of
+  // this callback that the job cannot give (a metric its evaluations do not report), with a
+  // RecipeError naming the key, so the run is exit 2 with nothing written.
+  virtual void check(const Job&) const {}
   virtual void on_init_end(Trainer&) {}
   virtual void on_resume(Trainer&, const TrainerState& saved) {}
   virtual void on_train_begin(Trainer&, TrainerControl&) {}

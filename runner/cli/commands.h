@@ -36,9 +36,10 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
 int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download, int64_t steps_per_epoch);
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint);
 // `args` is `RECIPE [overrides] [IMAGE...]`, or only images with `exported` (--model); `images`
-// are those given with --images.
+// are those given with --images (files, folders, patterns: predict_files.h); `output` empty: no
+// results file.
 int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& exported,
-                int64_t top_k, const std::vector<std::string>& images);
+                int64_t top_k, const std::vector<std::string>& images, const std::string& output);
 // `format`: torchscript | onnx; `output` empty: beside the weights.
 int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
                const std::string& output, bool ema);

@@ -5,6 +5,7 @@
 
 #include "registry/plugin.h"
 #include "registry/registry.h"
+#include "runner/recipe/overrides.h"
 #include "runner/distributed/error_file.h"
 #include "support/safetensors.h"
 #include "runner/logging/logging.h"
@@ -12,7 +13,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <regex>
 
@@ -20,6 +23,9 @@ namespace trainrun::cli {
 
 Recipe load_recipe_of(const std::vector<std::string>& args) {
   if (args.empty()) throw RecipeError("no recipe given (usage: trainrun RECIPE.yaml [key.path=value ...])");
+  std::error_code ec;
+  if (args[0].find('=') != std::string::npos && !std::filesystem::exists(args[0], ec))
+    throw RecipeError(args[0] + ": the recipe file comes first: trainrun RECIPE.yaml [key=value ...]");
   return load_recipe(args[0], std::vector<std::string>(args.begin() + 1, args.end()));
 }
 
@@ -69,7 +75,12 @@ void add_commands(CLI::App& app, Options& o) {
   o.predict->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file (with a recipe)");
   o.predict->add_option("--model", o.model, "a `trainrun export --format torchscript` file: no recipe, no dataset");
   o.predict->add_option("--top-k", o.top_k, "classes listed per image (default 5)");
-  o.predict->add_option("--images", o.images, "image files (also accepted after the recipe and its overrides)");
+  o.predict->add_option("--images", o.images,
+                         "image files, folders (their images, recursively) or quoted patterns (also accepted after "
+                         "the recipe and its overrides)");
+  o.predict->add_option("--output", o.output,
+                        "also write every image's top k to FILE.csv or FILE.jsonl, in the columns of timm's "
+                        "inference.py (filename, index, label, prob)");
   o.exporter = app.add_subcommand("export", "write a checkpoint's model as TorchScript or ONNX, with its preprocessing and labels");
   o.exporter->add_option("recipe", o.export_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.exporter->add_option("--checkpoint", o.checkpoint, "checkpoint or run folder, or .safetensors file")->required();
@@ -109,7 +120,7 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.describe) return cmd_describe(o.component, o.describe_format, o.reference_dir, app);
   if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download, o.steps_per_epoch);
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
-  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images);
+  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images, o.output);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);
   if (*o.shards) return cmd_shards(o.shards_args, o.output, o.max_count, o.max_size, o.seed, o.no_shuffle);
   if (o.args.empty()) {
@@ -117,6 +128,35 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
     return kExitBadInput;
   }
   return cmd_train(o.args, argv, state);
+}
+
+// The value of an unknown option: `--key=VALUE`, or the argument after it.
+std::string option_value(const std::string& given, const std::vector<std::string>& argv) {
+  const std::size_t eq = given.find('=');
+  if (eq != std::string::npos) return given.substr(eq + 1);
+  const auto at = std::find(argv.begin(), argv.end(), given);
+  if (at != argv.end() && at + 1 != argv.end() && (at + 1)->rfind("--", 0) != 0) return *(at + 1);
+  return "VALUE";
+}
+
+// What CLI11 left unparsed (the app allows extras): a recipe key given as an option, timm's and
+// the Trainer's habit (`--epochs 3`), is answered with the override to write when the option's
+// name is a key's last part (a near name would be a guess); anything else is CLI11's own error.
+// `argv` finds the option's value, which CLI11 took as a positional.
+void answer_unparsed(const CLI::App& app, const Options& o, const std::vector<std::string>& argv) {
+  const std::vector<std::string> rest = app.remaining(true);
+  if (rest.empty()) return;
+  const std::string& first = rest.front();
+  const bool takes_recipe = !*o.list && !*o.describe;
+  if (takes_recipe && first.rfind("--", 0) == 0) {
+    const std::string option = first.substr(0, first.find('='));
+    std::string name = option.substr(2);
+    std::replace(name.begin(), name.end(), '-', '_');  // --batch-size is batch_size
+    const std::string key = closest(name, recipe_key_paths(), /*by_last_part=*/true);
+    if (!key.empty() && key.substr(key.rfind('.') + 1) == name)
+      throw RecipeError(option + ": not an option; recipe keys are overrides: use " + key + "=" + option_value(first, argv));
+  }
+  throw CLI::ExtrasError(rest);
 }
 
 // An exception's first line, without LibTorch's "Exception raised from" trace. gloo's errors
@@ -146,12 +186,16 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"trainrun: declarative training jobs on LibTorch.\n"
                "  trainrun RECIPE.yaml [key.path=value ...]    train and evaluate as the recipe says"};
   app.set_version_flag("--version", std::string("trainrun ") + TRAINRUN_VERSION);
+  app.allow_extras();  // before the subcommands, which inherit it: answer_unparsed answers them
   Options options;
   add_commands(app, options);
   try {
     app.parse(argc, argv);
+    answer_unparsed(app, options, std::vector<std::string>(argv, argv + argc));
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+  } catch (const RecipeError& e) {
+    return fail(e.what(), kExitBadInput);
   }
   setup_console_logging();
   TrainState state;

@@ -1,8 +1,11 @@
 // `trainrun predict RECIPE.yaml --checkpoint PATH IMAGE...` or `trainrun predict --model EXPORTED.pt
-// IMAGE...`: one JSON line per image, in the order given (docs/reference/cli.md), with the top-k classes, their
-// scores and the raw logits.
+// IMAGE...`: one JSON line per image (docs/reference/cli.md), in the order given (a folder's images in timm's order,
+// predict_files.h), with the top-k classes, their scores and the raw logits; --output writes the
+// top k as timm's inference.py does. An image that does not decode is skipped with a line naming
+// it, in both forms, and the exit code is then 1.
 #include "components/data/image.h"
 #include "runner/cli/commands.h"
+#include "runner/cli/predict_files.h"
 #include "runner/export/metadata.h"
 #include "runner/io/labels.h"
 #include "runner/io/weights.h"
@@ -32,10 +35,16 @@ struct Classify {
   bool skip_bad = false;
 };
 
+// What predict gave: each classified image's top k, and how many images it skipped.
+struct Results {
+  std::vector<TopK> rows;
+  int64_t skipped = 0;
+};
+
 // Scores are softmax probabilities; "logits" is the model's raw output (log-probabilities for
 // basicnet).
-int predict_images(const Classify& model, int64_t top_k, const std::vector<std::string>& images) {
-  int64_t skipped = 0;
+Results predict_images(const Classify& model, int64_t top_k, const std::vector<std::string>& images) {
+  Results results;
   torch::NoGradGuard no_grad;
   for (auto& image : images) {
     at::Tensor pixels;
@@ -44,7 +53,7 @@ int predict_images(const Classify& model, int64_t top_k, const std::vector<std::
     } catch (const DataError& e) {
       if (!model.skip_bad) throw;
       std::cerr << "warning: " << e.what() << " (skipped)\n";  // stdout holds only the JSON lines
-      ++skipped;
+      ++results.skipped;
       continue;
     }
     Rng rng(0);  // eval transforms draw nothing
@@ -52,20 +61,26 @@ int predict_images(const Classify& model, int64_t top_k, const std::vector<std::
     at::Tensor probs = model.log_probs ? out.exp() : out.softmax(0);
     auto [scores, indices] = probs.topk(std::min<int64_t>(top_k, probs.size(0)));
     auto label = [&](int64_t i) { return std::size_t(i) < model.classes.size() ? model.classes[std::size_t(i)] : std::to_string(i); };
+    TopK row{image, {}, {}, {}};
     nlohmann::ordered_json topk = nlohmann::ordered_json::array();
-    for (int64_t k = 0; k < indices.size(0); ++k)
-      topk.push_back({{"label", label(indices[k].item<int64_t>())}, {"index", indices[k].item<int64_t>()}, {"score", scores[k].item<double>()}});
+    for (int64_t k = 0; k < indices.size(0); ++k) {
+      row.index.push_back(indices[k].item<int64_t>());
+      row.label.push_back(label(row.index.back()));
+      row.prob.push_back(scores[k].item<double>());
+      topk.push_back({{"label", row.label.back()}, {"index", row.index.back()}, {"score", row.prob.back()}});
+    }
     std::vector<double> logits(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
     nlohmann::ordered_json line{{"file", image}, {"label", topk[0]["label"]}, {"index", topk[0]["index"]},
                                 {"score", topk[0]["score"]}, {"topk", topk}, {"logits", logits}};
     std::cout << line.dump() << std::endl;
+    results.rows.push_back(std::move(row));
   }
-  return skipped ? kExitFailed : kExitOk;
+  return results;
 }
 
 // `predict RECIPE --checkpoint PATH`: the recipe's model with the checkpoint's weights.
-int predict_with_recipe(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,
-                        const std::vector<std::string>& images) {
+Results predict_with_recipe(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,
+                            const std::vector<std::string>& images) {
   std::string file = weights_file(checkpoint);
   JobOptions options;
   options.pretrained = false;
@@ -89,7 +104,7 @@ int predict_with_recipe(const std::vector<std::string>& args, const std::string&
 }
 
 // `predict --model EXPORTED`: a `trainrun export --format torchscript` file alone, on the CPU.
-int predict_with_export(const std::string& path, int64_t top_k, const std::vector<std::string>& images) {
+Results predict_with_export(const std::string& path, int64_t top_k, const std::vector<std::string>& images) {
   if (!fs::is_regular_file(path)) throw RecipeError("predict: --model " + path + ": no such file");
   torch::jit::ExtraFilesMap extra{{"trainrun.json", ""}, {"labels.json", ""}};
   torch::jit::Module module;
@@ -103,29 +118,33 @@ int predict_with_export(const std::string& path, int64_t top_k, const std::vecto
   ExportedPipeline pipeline = exported_pipeline(extra["trainrun.json"], extra["labels.json"], path);
   at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
   Classify model{pipeline.eval_transforms, [&module](const at::Tensor& x) { return module.forward({x}).toTensor(); },
-                 pipeline.channels, pipeline.log_probs, pipeline.classes, false};
+                 pipeline.channels, pipeline.log_probs, pipeline.classes, /*skip_bad=*/true};
   return predict_images(model, top_k, images);
 }
 
 }  // namespace
 
 int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& exported,
-                int64_t top_k, const std::vector<std::string>& images) {
+                int64_t top_k, const std::vector<std::string>& images, const std::string& output) {
   const char* usage = " (usage: trainrun predict RECIPE.yaml --checkpoint PATH IMAGE... | trainrun predict --model EXPORTED.pt IMAGE...)";
   // `predict RECIPE [overrides] IMAGE...`: overrides contain '=', image paths are the rest;
   // `predict --model FILE IMAGE...`: all are images.
-  std::vector<std::string> recipe_part, files = images;
+  std::vector<std::string> recipe_part, named = images;
   for (std::size_t i = 0; i < args.size(); ++i)
-    (exported.empty() && (i == 0 || args[i].find('=') != std::string::npos) ? recipe_part : files).push_back(args[i]);
+    (exported.empty() && (i == 0 || args[i].find('=') != std::string::npos) ? recipe_part : named).push_back(args[i]);
   if (!exported.empty() && !checkpoint.empty())
     throw RecipeError(std::string("predict: --model and --checkpoint exclude each other") + usage);
   if (exported.empty() && (recipe_part.empty() || checkpoint.empty()))
     throw RecipeError(std::string("predict: a recipe and --checkpoint, or --model, are needed") + usage);
-  if (files.empty()) throw RecipeError(std::string("predict: no image files given") + usage);
-  for (auto& image : files)
-    if (!fs::is_regular_file(image)) throw RecipeError("predict: " + image + ": no such file");
+  if (named.empty()) throw RecipeError(std::string("predict: no image files given") + usage);
+  const std::vector<std::string> files = image_files(named);
   if (top_k < 1) throw RecipeError("predict: --top-k must be at least 1");
-  return exported.empty() ? predict_with_recipe(recipe_part, checkpoint, top_k, files) : predict_with_export(exported, top_k, files);
+  if (!output.empty()) check_results_file(output);
+  const Results results = exported.empty() ? predict_with_recipe(recipe_part, checkpoint, top_k, files)
+                                           : predict_with_export(exported, top_k, files);
+  if (!output.empty())
+    write_results(output, results.rows, results.rows.empty() ? top_k : int64_t(results.rows[0].index.size()));
+  return results.skipped ? kExitFailed : kExitOk;
 }
 
 }  // namespace trainrun::cli

@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Nothing is written over or mixed in: the folder must be new or empty.
-void check_output_folder(const std::string& output) {
+void check_new_or_empty(const std::string& output) {
   std::error_code ec;
   const fs::file_status status = fs::status(output, ec);
   if (!fs::exists(status)) return;
@@ -42,7 +42,7 @@ int cmd_shards(const std::vector<std::string>& args, const std::string& output, 
   if (options.max_size < kTarRecordSize)
     throw RecipeError("shards: --max-size " + max_size + ": below one tar record (" + std::to_string(kTarRecordSize) +
                       " bytes), the smallest shard file");
-  check_output_folder(output);
+  check_new_or_empty(output);
 
   Recipe recipe = load_recipe_of(args);
   resolve_auto_values(recipe.root);

@@ -30,6 +30,41 @@ std::string position(const std::string& file, const YAML::Mark& mark) {
   return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
+// yaml-cpp's syntax error at `mark`, said as what the line there shows where yaml-cpp's words
+// ("illegal map value", "end of map not found") do not: a tab in its indentation (YAML indents
+// with spaces only), or an indentation that lines up with none of the blocks above it.
+std::string syntax_error(const std::string& file, const std::string& text, const YAML::Mark& mark, const std::string& msg) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line) && int(lines.size()) <= mark.line;) lines.push_back(line);
+  const std::string head = file + ":" + std::to_string(mark.line + 1) + ":";
+  if (mark.line < 0 || std::size_t(mark.line) >= lines.size()) return position(file, mark) + ": YAML syntax error: " + msg;
+  const std::string& line = lines[std::size_t(mark.line)];
+  const std::size_t indent = line.find_first_not_of(" \t");
+  const std::size_t tab = line.substr(0, indent).find('\t');
+  if (tab != std::string::npos)
+    return head + std::to_string(tab + 1) + ": YAML syntax error: a tab in the indentation; YAML indents with spaces only";
+  // The indentations open at this line: each line above closes the deeper ones and opens its own.
+  std::vector<std::size_t> open;
+  bool opens_block = false;  // the line above ends in ':' (a mapping or list follows, deeper)
+  for (std::size_t i = 0; i < std::size_t(mark.line); ++i) {
+    const std::size_t at = lines[i].find_first_not_of(' ');
+    if (at == std::string::npos || lines[i][at] == '#') continue;
+    while (!open.empty() && open.back() > at) open.pop_back();
+    if (open.empty() || open.back() < at) open.push_back(at);
+    const std::string code = lines[i].substr(0, lines[i].find(" #"));  // without a comment
+    opens_block = code[code.find_last_not_of(" \r")] == ':';
+  }
+  const bool deeper_block = !open.empty() && indent > open.back() && opens_block;
+  if (indent == std::string::npos || open.empty() || deeper_block || std::count(open.begin(), open.end(), indent))
+    return position(file, mark) + ": YAML syntax error: " + msg;
+  std::string levels;
+  for (std::size_t i = 0; i < open.size(); ++i)
+    levels += (i == 0 ? "" : i + 1 == open.size() ? " or " : ", ") + std::to_string(open[i]);
+  return head + std::to_string(indent + 1) + ": YAML syntax error: bad indentation: " + std::to_string(indent) +
+         " spaces, where the lines above are indented " + levels;
+}
+
 // Reads a recipe file and its bases, depth-first; `chain_` is the files being read, outermost
 // first, for the message a cycle gets.
 class BaseReader {
@@ -58,10 +93,11 @@ class BaseReader {
 
   static Node parse(const std::string& file, const std::string& named_at) {
     Node root;
+    const std::string text = read_text(file, named_at);
     try {
-      root = YAML::Load(read_text(file, named_at));
+      root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-      throw RecipeError(position(file, e.mark) + ": YAML syntax error: " + e.msg);
+      throw RecipeError(syntax_error(file, text, e.mark, e.msg));
     }
     if (root.IsNull()) return Node(YAML::NodeType::Map);
     if (!root.IsMap())

@@ -154,6 +154,19 @@ void build_model(Job& job, const JobOptions& options) {
   resolve_activation_checkpointing(job);
 }
 
+// A classifier of one class learns nothing (its softmax is 1 whatever the input, so it reaches
+// eval_accuracy 1.0); refused here, where every dataset's classes are known, naming where they
+// came from: the classes listed, else the folder read.
+void check_class_count(const Recipe& recipe, const std::vector<std::string>& classes) {
+  if (classes.size() != 1) return;
+  const Config dataset = recipe.section("data.dataset");
+  const bool listed = dataset.has("classes") && !dataset.is_null("classes");
+  const bool folder = !listed && dataset.has("root");
+  const std::string key = listed ? "data.dataset.classes" : folder ? "data.dataset.root" : "data.dataset";
+  throw DataError(recipe.key_at(key) + ": found 1 class" + (folder ? " in " + dataset.get<std::string>("root") : "") +
+                  " ('" + classes[0] + "'); a classifier needs at least 2");
+}
+
 }  // namespace
 
 DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool download) {
@@ -163,12 +176,10 @@ DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool 
     splits = Registry<Dataset>::instance().get(data.dataset).make(recipe.section("data.dataset"));
   } catch (const MissingDataFolder& e) {
     defer_dataset_downloads(false);
-    // The key and where it was written, as an unknown key is named (`check --origin`'s words).
-    const std::string path = "data.dataset." + e.key;
-    const std::string origin = written_at(recipe.sources, recipe.overrides, path, recipe.node(path));
-    throw MissingDataFolder(e.key, path + (origin.empty() ? "" : " (" + origin + ")") + ": " + e.what());
+    throw MissingDataFolder(e.key, recipe.key_at("data.dataset." + e.key) + ": " + e.what());
   }
   defer_dataset_downloads(false);
+  check_class_count(recipe, splits.classes);
   splits.train = limit(splits.train, data.max_train_samples);
   splits.eval = limit(splits.eval, data.max_eval_samples);
   if (splits.train->size() == 0) throw DataError("data.dataset: the training split is empty");

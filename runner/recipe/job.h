@@ -75,7 +75,8 @@ struct JobOptions {
 
 // data.dataset built by its registry entry, with data.max_train_samples / max_eval_samples
 // applied: what a run trains and evaluates on, without the model (`trainrun shards`). `download`:
-// as JobOptions::download. Throws RecipeError or DataError.
+// as JobOptions::download. Throws RecipeError or DataError (also for a dataset of one class: a
+// classifier needs two).
 DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool download = true);
 
 // Builds data, model (with pretrained weights and freeze rules), transforms and loss. Fills

@@ -1,5 +1,6 @@
 #include "runner/recipe/preflight.h"
 
+#include "components/callbacks/callback.h"
 #include "runner/io/checkpoint.h"
 
 #include <torch/torch.h>
@@ -89,6 +90,7 @@ RunLength preflight(const Job& job, int64_t world_size) {
   } catch (const c10::Error& e) {
     throw RecipeError("scheduler: " + first_line(e.what_without_backtrace()));
   }
+  for (const ComponentConfig& c : job.config.callbacks) Registry<Callback>::instance().get(c.name).make(c.config)->check(job);
   try_pipeline(job, *job.data.train, job.train_transforms, "data.train_transforms");
   if (job.data.eval && !job.eval_transforms_pending)
     try_pipeline(job, *job.data.eval, job.eval_transforms, "data.eval_transforms");

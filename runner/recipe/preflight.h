@@ -11,7 +11,8 @@ namespace trainrun {
 RunLength run_length(const Job& job, int64_t world_size);
 
 // Throws RecipeError when `world_size` processes have fewer training examples than processes,
-// when the optimizer or scheduler cannot be built for this run's length, or when one example
+// when the optimizer or scheduler cannot be built for this run's length, when a recipe callback
+// refuses the job (Callback::check: early stopping on a metric no evaluation reports), or when one example
 // does not pass through the train or eval transforms and the model (a normalize with the wrong
 // number of channels, an image transform after to_tensor, a size the model cannot take).
 RunLength preflight(const Job& job, int64_t world_size);

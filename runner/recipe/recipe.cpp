@@ -1,6 +1,7 @@
 // Loading a recipe: YAML file + dotted overrides, checked against the section and component
 // schemas, defaults filled in, ${...} interpolated (the section schemas are in sections.cpp).
 #include "runner/recipe/recipe.h"
+#include "runner/recipe/overrides.h"
 
 #include "components/data/batch_transform.h"
 #include "components/data/dataset.h"
@@ -50,7 +51,7 @@ class Loader {
     RecipeFiles files = read_recipe_files(file_);
     sources_ = std::move(files.sources);
     Node root = files.root;
-    for (auto& o : overrides) apply_override(root, o);
+    for (auto& o : overrides) overridden_[apply_override(root, o)] = o;
 
     root = check_map(root, section_schema(""), "");
     root.remove("base");  // merged in by read_recipe_files; only documented in the schema
@@ -119,7 +120,7 @@ class Loader {
     if (at && at.Mark().line >= 0 && !at.Mark().is_null())
       return file_ + ":" + std::to_string(at.Mark().line + 1) + ":" + std::to_string(at.Mark().column + 1);
     for (auto& [p, text] : overridden_)
-      if (!path.empty() && p.rfind(path + ".", 0) == 0) return "command line '" + text + "'";
+      if (!path.empty() && (p.rfind(path + ".", 0) == 0 || p.rfind(path + "[", 0) == 0)) return "command line '" + text + "'";
     return file_;
   }
 
@@ -129,50 +130,6 @@ class Loader {
     std::string init = w["init_method"].as<std::string>();
     if (init != "env" && init.rfind("file://", 0) != 0)
       fail("world.init_method", w["init_method"], "expected `env` or file:///path, got '" + init + "'");
-  }
-
-  void apply_override(Node root, const std::string& text) {
-    auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw RecipeError("command line '" + text + "': expected key.path=value (e.g. optimizer.lr=3e-4)");
-    std::string path = text.substr(0, eq);
-    if (path == "base" || path.rfind("base.", 0) == 0)
-      throw RecipeError("command line '" + text + "': base: the bases are merged before the overrides; write base: in a recipe file");
-    Node value;
-    try {
-      value = YAML::Load(text.substr(eq + 1));
-    } catch (const YAML::Exception& e) {
-      throw RecipeError("command line '" + text + "': value is not valid YAML: " + e.msg);
-    }
-    overridden_[path] = text;
-    std::stringstream parts(path);
-    std::string part, walked;
-    std::vector<std::string> keys;
-    while (std::getline(parts, part, '.')) keys.push_back(part);
-    Node cur = root;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const std::string& k = keys[i];
-      if (k.empty()) throw RecipeError("command line '" + text + "': empty key in '" + path + "'");
-      bool last = i + 1 == keys.size();
-      if (cur.IsSequence()) {
-        char* end = nullptr;
-        long idx = std::strtol(k.c_str(), &end, 10);
-        if (*end || idx < 0 || std::size_t(idx) >= cur.size())
-          throw RecipeError("command line '" + text + "': " + join(walked, k) + ": not an index of the list at " +
-                            (walked.empty() ? "top level" : walked));
-        if (last) cur[std::size_t(idx)] = value;
-        else cur.reset(cur[std::size_t(idx)]);
-      } else {
-        if (!cur.IsMap() && !cur.IsNull())
-          throw RecipeError("command line '" + text + "': " + walked + " is a value, not a section");
-        if (last) cur[k] = value;
-        else {
-          if (!cur[k]) cur[k] = Node(YAML::NodeType::Map);
-          cur.reset(cur[k]);
-        }
-      }
-      walked = join(walked, k);
-    }
   }
 
   // Checks keys and types against `schema`; returns a map in schema order with defaults filled.
@@ -185,7 +142,10 @@ class Loader {
       for (auto it = node.begin(); it != node.end(); ++it) {
         std::string key = key_of(it->first, path);
         if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-        fail(join(path, key), it->first, "unknown key" + did_you_mean(key, known));
+        std::string hint = did_you_mean(key, known);
+        // Else a key of another section: `epochs=2` for train.epochs.
+        if (hint.empty()) hint = did_you_mean(key, recipe_key_paths(path), /*by_last_part=*/true);
+        fail(join(path, key), it->first, "unknown key" + hint);
       }
     Node out(YAML::NodeType::Map);
     for (const std::string& key : extra)
@@ -332,6 +292,11 @@ YAML::Node Recipe::node(const std::string& dotted_path) const {
   std::string part;
   while (std::getline(parts, part, '.')) cur.reset(cur[part]);
   return cur;
+}
+
+std::string Recipe::key_at(const std::string& dotted_path) const {
+  const std::string at = written_at(sources, overrides, dotted_path, node(dotted_path));
+  return at.empty() ? dotted_path : dotted_path + " (" + at + ")";
 }
 
 std::string Recipe::dump() const {

@@ -24,6 +24,9 @@ struct Recipe {
 
   Config section(const std::string& dotted_path) const;
   YAML::Node node(const std::string& dotted_path) const;
+  // A key as errors about its value name it: "data.dataset.root (recipe.yaml:4:27)", with the
+  // command-line override that set it instead of the file, or the key alone for a default.
+  std::string key_at(const std::string& dotted_path) const;
   std::string dump() const;
 };
 

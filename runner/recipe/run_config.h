@@ -69,6 +69,15 @@ struct ComponentConfig {
   Config config;
 };
 
+// The evaluation metrics checkpoint-best and early stopping may judge by: eval_loss, eval_accuracy,
+// eval_top5 and, with train.ema, the EMA weights' eval_ema_* (`accuracy` is short for
+// eval_accuracy, `ema_loss` for eval_ema_loss, as the Trainer's metric_for_best_model).
+std::vector<std::string> evaluation_metric_choices();
+std::string evaluation_metric_name(const std::string& written);
+// Why the evaluations of a run with `train` do not report `metric` (a full name): "eval_ema_loss
+// is an EMA metric, but train.ema is null"; "" when they do.
+std::string unevaluated_metric(const TrainConfig& train, const std::string& metric);
+
 struct RunConfig {
   std::string name;
   uint64_t seed;

@@ -9,6 +9,8 @@
 #include "registry/section_spec.h"
 #include "components/optim/optim.h"
 
+#include <algorithm>
+
 namespace trainrun {
 
 namespace {
@@ -143,17 +145,6 @@ const SectionSpec<EmaOptions>& ema_section() {
   return spec;
 }
 
-// As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are better
-// lower, everything else higher. The EMA's metrics (train.ema) are eval_ema_*.
-std::string best_metric_name(const std::string& m) { return m.rfind("eval_", 0) == 0 ? m : "eval_" + m; }
-
-std::vector<std::string> best_metric_choices() {
-  std::vector<std::string> out;
-  for (const char* prefix : {"eval_", "", "eval_ema_", "ema_"})
-    for (const char* m : {"loss", "accuracy", "top5"}) out.push_back(std::string(prefix) + m);
-  return out;
-}
-
 // output: the run folder and its checkpoints.
 SectionSpec<CheckpointOptions> declare_output() {
   using O = CheckpointOptions;
@@ -170,22 +161,22 @@ SectionSpec<CheckpointOptions> declare_output() {
            "evaluation metric that picks checkpoint-best (losses: lower is better); null = none",
            [](O& o, const Node& v) {
              if (v.IsNull()) return;
-             o.best_metric = best_metric_name(v.as<std::string>());
+             o.best_metric = evaluation_metric_name(v.as<std::string>());
              o.greater_is_better = o.best_metric.find("loss") == std::string::npos;
            })
-      .choices(best_metric_choices()).nullable()
+      .choices(evaluation_metric_choices()).nullable()
       .key("metric_for_best_model", Type::String, Node(),
            "transformers' name for best_metric (one of the two, or both alike); null = best_metric's",
            [](O& o, const Node& v) {
              if (v.IsNull()) return;
-             const std::string m = best_metric_name(v.as<std::string>());
+             const std::string m = evaluation_metric_name(v.as<std::string>());
              if (o.best_metric != "eval_loss" && o.best_metric != m)
                throw RecipeError("output.metric_for_best_model: " + m + " and output.best_metric: " + o.best_metric +
                                  " name different metrics; give one");
              o.best_metric = m;
              o.greater_is_better = m.find("loss") == std::string::npos;
            })
-      .choices(best_metric_choices()).nullable()
+      .choices(evaluation_metric_choices()).nullable()
       .key("greater_is_better", Type::Bool, Node(),
            "whether a higher best metric is better; null = inferred from its name (losses lower), as transformers",
            [](O& o, const Node& v) {
@@ -314,6 +305,28 @@ std::vector<std::string> section_names() {
   return out;
 }
 
+// As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are better
+// lower, everything else higher (the readers of best_metric and early_stopping say so).
+std::string evaluation_metric_name(const std::string& m) { return m.rfind("eval_", 0) == 0 ? m : "eval_" + m; }
+
+std::vector<std::string> evaluation_metric_choices() {
+  std::vector<std::string> out;
+  for (const char* prefix : {"eval_", "", "eval_ema_", "ema_"})
+    for (const char* m : {"loss", "accuracy", "top5"}) out.push_back(std::string(prefix) + m);
+  return out;
+}
+
+// The EMA is evaluated for its loss and train.metrics (runner/train/callbacks/ema.cpp).
+std::string unevaluated_metric(const TrainConfig& train, const std::string& metric) {
+  const std::string ema = "eval_ema_";
+  if (metric.rfind(ema, 0) != 0) return "";
+  if (!train.ema) return metric + " is an EMA metric, but train.ema is null";
+  const std::string m = metric.substr(ema.size());
+  if (m != "loss" && std::find(train.metrics.begin(), train.metrics.end(), m) == train.metrics.end())
+    return metric + " is not evaluated: train.metrics has no " + m;
+  return "";
+}
+
 RunConfig RunConfig::from(const YAML::Node& root) {
   RunConfig c = top_level_section().read(root);
   // train.unfreeze_at_epoch: E is the last freeze rule {"*", true, E}.
@@ -326,8 +339,8 @@ RunConfig RunConfig::from(const YAML::Node& root) {
     if (!missing.empty())
       throw RecipeError("output.load_best_model_at_end: needs evaluated checkpoints to choose from, but " + missing);
   }
-  if (c.output.best_metric.rfind("eval_ema_", 0) == 0 && !c.train.ema)
-    throw RecipeError("output.best_metric: " + c.output.best_metric + " is an EMA metric, but train.ema is null");
+  if (std::string why = unevaluated_metric(c.train, c.output.best_metric); !why.empty())
+    throw RecipeError("output.best_metric: " + why);
   return c;
 }
 

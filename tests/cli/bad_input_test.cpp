@@ -950,6 +950,109 @@ TEST_F(BadInput, BadLabelsJson) {
   EXPECT_EQ(contents(dir / "run"), before);
 }
 
+// A dataset of one class (an image_folder with one sub-folder, a pets_folder whose label_regex
+// finds one breed): a 1-output model reaches eval_accuracy 1.0 learning nothing.
+TEST_F(BadInput, OneClassDataset) {
+  fs::create_directories(dir / "photos/cats");
+  fs::create_directories(dir / "pets");
+  for (int i = 1; i <= 4; ++i) {
+    write_image(dir / ("photos/cats/" + std::to_string(i) + ".png"), torch::full({28, 28, 3}, i * 40, torch::kUInt8));
+    write_image(dir / ("pets/beagle_" + std::to_string(i) + ".jpg"), torch::full({28, 28, 3}, i * 40, torch::kUInt8));
+  }
+  const std::string mnist = "{name: mnist, root: /usr/share/datasets/fashion-mnist}";
+  expect_bad_input(recipe(mnist, "{name: image_folder, root: " + (dir / "photos") + ", channels: 1}"),
+                   "data.dataset.root (" + (dir / "recipe.yaml") + ":4:39): found 1 class in " + (dir / "photos") +
+                       " ('cats'); a classifier needs at least 2");
+  expect_bad_input(recipe(mnist, "{name: pets_folder, root: " + (dir / "pets") + ", channels: 1}"),
+                   "data.dataset.root (" + (dir / "recipe.yaml") + ":4:38): found 1 class in " + (dir / "pets") +
+                       " ('beagle'); a classifier needs at least 2");
+}
+
+// timm's and the Trainer's habit (`--epochs 3`): a recipe key given as an option names its
+// override; an option named like no key (not even nearly: that would be a guess) is CLI11's error.
+TEST_F(BadInput, RecipeKeyGivenAsAnOption) {
+  expect_bad_input(recipe() + " --epochs 3", "--epochs: not an option; recipe keys are overrides: use train.epochs=3");
+  expect_bad_input(recipe() + " --batch-size=64", "--batch-size: not an option; recipe keys are overrides: use data.batch_size=64");
+  expect_bad_input(recipe() + " --seed 7", "--seed: not an option; recipe keys are overrides: use seed=7");
+  for (const std::string option : {"--verbose", "--epoch"}) {
+    auto r = test::run(test::trainrun(recipe() + " " + option + " 3"));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err, "The following argument was not expected: " + option + "\nRun with --help for more information.\n");
+  }
+}
+
+// A key without its section is found by its last part across the sections.
+TEST_F(BadInput, KeyWithoutItsSection) {
+  expect_bad_input(recipe() + " epochs=2", "command line 'epochs=2': epochs: unknown key (did you mean 'train.epochs'?)");
+  expect_bad_input(recipe() + " lr=3e-4", "command line 'lr=3e-4': lr: unknown key (did you mean 'optimizer.lr'?)");
+}
+
+TEST_F(BadInput, OverrideBeforeTheRecipe) {
+  expect_bad_input("train.epochs=1 " + recipe(), "train.epochs=1: the recipe file comes first: trainrun RECIPE.yaml [key=value ...]");
+}
+
+// The paths errors and `check --origin` print are overrides too (an index into a list, then keys;
+// `normalize` written by name alone is opened); an index past the list's end names the override.
+TEST_F(BadInput, OverrideOfAListItem) {
+  auto r = test::run(test::trainrun("check " + recipe() + " 'data.train_transforms[1].normalize.mean=[0.5]' --origin"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\ndata\.train_transforms\[1\]\.normalize\.mean: \[0\.5\] +# command line )"
+                                                  R"('data\.train_transforms\[1\]\.normalize\.mean=\[0\.5\]'\n)")))
+      << r.out;
+  expect_bad_input(recipe() + " 'data.train_transforms[2].normalize.mean=[0.5]'",
+                   "command line 'data.train_transforms[2].normalize.mean=[0.5]': data.train_transforms[2]: no such item; "
+                   "data.train_transforms has 2 (0 to 1)");
+}
+
+// A tab in the indentation, or an indentation no block above has: said so, where yaml-cpp says
+// "end of map not found".
+TEST_F(BadInput, YamlTabOrIndentation) {
+  expect_bad_input(recipe("  batch_size: 32", "\tbatch_size: 32"),
+                   (dir / "recipe.yaml") + ":6:1: YAML syntax error: a tab in the indentation; YAML indents with spaces only");
+  expect_bad_input(recipe("  batch_size: 32", "   batch_size: 32"),
+                   (dir / "recipe.yaml") + ":6:4: YAML syntax error: bad indentation: 3 spaces, where the lines above are indented 0 or 2");
+}
+
+// Early stopping by an EMA metric needs train.ema (with it, tests/train/ema_test.cpp runs one).
+TEST_F(BadInput, EarlyStoppingOnAnEmaMetricWithoutEma) {
+  expect_bad_input(recipe() + " 'callbacks=[{name: early_stopping, metric: ema_accuracy}]'",
+                   "callbacks[0].metric: eval_ema_accuracy is an EMA metric, but train.ema is null");
+  expect_bad_input(recipe() + " 'train.ema={decay: 0.9}' 'callbacks=[{name: early_stopping, metric: eval_ema_top5}]'",
+                   "callbacks[0].metric: eval_ema_top5 is not evaluated: train.metrics has no top5");
+}
+
+// An image predict cannot decode is skipped with a line naming it, the others classified, exit 1:
+// with a recipe and its checkpoint, and with an exported model alone.
+TEST_F(BadInput, PredictImageThatDoesNotDecode) {
+  ASSERT_EQ(test::run(test::trainrun(recipe() + " data.max_train_samples=64 train.eval_every=never")).code, 0);
+  ASSERT_EQ(test::run(test::trainrun("export " + recipe() + " --checkpoint " + (dir / "run") + " --format torchscript")).code, 0);
+  write_image(dir / "shoe.png", torch::zeros({28, 28, 1}, torch::kUInt8));
+  test::write_file(dir / "broken.png", "not a png");
+  const std::string images = " " + (dir / "broken.png") + " " + (dir / "shoe.png");
+  for (const std::string& form : {"predict " + recipe() + " --checkpoint " + (dir / "run"), "predict --model " + (dir / "run/model.pt")}) {
+    auto r = test::run(test::trainrun(form + images));
+    expect_err(r, 1, "warning: " + (dir / "broken.png") + ": cannot decode the image: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP file "
+                     "(judged by its first bytes) (skipped)\n");
+    EXPECT_EQ(test::count_lines(r.out), 1) << form << "\n" << r.out;
+  }
+}
+
+// predict's images: a file, a folder (its images, recursively) or a pattern; each must give one.
+TEST_F(BadInput, PredictWithNothingToClassify) {
+  fs::create_directories(dir / "empty/sub");
+  test::write_file(dir / "empty/notes.txt", "not an image");
+  test::write_file(dir / "model.pt", "");  // never read: the images are looked for first
+  const std::string predict = "predict --model " + (dir / "model.pt") + " ";
+  for (const auto& [image, line] : std::vector<std::pair<std::string, std::string>>{
+           {dir / "empty", "predict: " + (dir / "empty") + ": a folder with no image files (searched recursively)"},
+           {"'" + (dir / "empty/*.png") + "'", "predict: " + (dir / "empty/*.png") + ": no file matches"},
+           {dir / "nope.png", "predict: " + (dir / "nope.png") + ": no such file or folder"}}) {
+    auto r = test::run(test::trainrun(predict + image));
+    expect_err(r, 2, line + "\n");
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 // Every BadInput test has its row in the page, and every row names a test of this file: a new row
 // cannot be added without the test that writes its lines, nor a test without its row.
 TEST(BadInputPage, RowsAndTestsAreTheSame) {

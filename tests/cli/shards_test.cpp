@@ -281,13 +281,6 @@ TEST(Shards, TheWebdatasetDatasetReadsThem) {
   EXPECT_FALSE(fs::exists(dir / "again"));
 }
 
-// An IDX file of `dims` holding `bytes`, as MNIST's.
-std::string idx(const std::vector<uint32_t>& dims, const std::string& bytes) {
-  std::string out{0, 0, 8, char(dims.size())};
-  for (uint32_t d : dims) out += std::string{char(d >> 24), char(d >> 16 & 255), char(d >> 8 & 255), char(d & 255)};
-  return out + bytes;
-}
-
 TEST(Shards, MnistPixelsComeBackFromThePngField) {
   test::TempDir dir;
   std::mt19937 rng(5);
@@ -295,8 +288,8 @@ TEST(Shards, MnistPixelsComeBackFromThePngField) {
     std::string pixels(n * 28 * 28, '\0'), labels(n, '\0');
     for (char& p : pixels) p = char(rng() % 256);
     for (char& l : labels) l = char(rng() % 10);
-    test::write_file(dir / ("mnist/" + prefix + "-images-idx3-ubyte"), idx({n, 28, 28}, pixels));
-    test::write_file(dir / ("mnist/" + prefix + "-labels-idx1-ubyte"), idx({n}, labels));
+    test::write_file(dir / ("mnist/" + prefix + "-images-idx3-ubyte"), test::idx_file({n, 28, 28}, pixels));
+    test::write_file(dir / ("mnist/" + prefix + "-labels-idx1-ubyte"), test::idx_file({n}, labels));
   }
   test::write_file(dir / "recipe.yaml", "model: {name: basicnet, num_classes: auto}\n"
                                         "data:\n"

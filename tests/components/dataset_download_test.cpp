@@ -25,14 +25,6 @@ std::string md5sum(const std::string& path) {
   return r.out.substr(0, 32);
 }
 
-// An IDX file of uint8 data (magic 0x0000080<dims>, big-endian sizes).
-std::string idx(const std::vector<int32_t>& dims, const std::string& data) {
-  std::string out{0, 0, 8, char(dims.size())};
-  for (int32_t d : dims)
-    for (int shift : {24, 16, 8, 0}) out.push_back(char((d >> shift) & 0xff));
-  return out + data;
-}
-
 std::string bytes(std::size_t n, int seed) {
   std::string s;
   for (std::size_t i = 0; i < n; ++i) s.push_back(char((i * 31 + std::size_t(seed) * 17) % 251));
@@ -95,11 +87,11 @@ class DatasetDownload : public ::testing::Test {
 
   // MNIST's four files, gzip'd: 20 train and 10 test images of 28x28, labels i % 10.
   std::string serve_mnist() {
-    for (auto [split, n] : {std::pair<std::string, int>{"train", 20}, {"t10k", 10}}) {
+    for (auto [split, n] : {std::pair<std::string, uint32_t>{"train", 20}, {"t10k", 10}}) {
       std::string labels;
-      for (int i = 0; i < n; ++i) labels.push_back(char(i % 10));
-      test::write_file(dir / ("mnist-src/" + split + "-images-idx3-ubyte"), idx({n, 28, 28}, bytes(std::size_t(n) * 784, n)));
-      test::write_file(dir / ("mnist-src/" + split + "-labels-idx1-ubyte"), idx({n}, labels));
+      for (uint32_t i = 0; i < n; ++i) labels.push_back(char(i % 10));
+      test::write_file(dir / ("mnist-src/" + split + "-images-idx3-ubyte"), test::idx_file({n, 28, 28}, bytes(std::size_t(n) * 784, int(n))));
+      test::write_file(dir / ("mnist-src/" + split + "-labels-idx1-ubyte"), test::idx_file({n}, labels));
     }
     EXPECT_EQ(test::run("gzip -n " + (dir / "mnist-src") + "/*-ubyte && mv " + (dir / "mnist-src") + "/*.gz " + mirror_dir()).code, 0);
     std::string md5s;

@@ -3,7 +3,7 @@
 // num_batches_tracked to copy) whose EMA after every step is checked, bit for bit, against
 // tests/py/ema_ref.py fed the same steps' weights; eval_ema_* against `trainrun eval` of the EMA
 // weights; a resumed run's EMA against an uninterrupted one's; the best checkpoint's weights
-// as the final model.
+// as the final model, chosen by the EMA's accuracy beside early stopping on it.
 #include "support/safetensors.h"
 
 #include "test_util.h"
@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <map>
 
 namespace trainrun {
@@ -139,6 +140,34 @@ TEST_F(Ema, LoadBestModelAtEndTakesTheBestCheckpointsWeights) {
   for (auto& l : test::read_jsonl(dir / "plain/metrics.jsonl"))
     if (l.contains("eval_accuracy")) top = std::max(top, l["eval_accuracy"].get<double>());
   EXPECT_EQ(state["best_metric"].get<double>(), top);
+}
+
+// Early stopping and checkpoint-best by the EMA weights' accuracy, as the Recipes page says both
+// can judge by eval_ema_*: threshold 1.0 counts no change of an accuracy as a gain, so the second
+// evaluation (step 4 of 18) stops the run; model.safetensors is then the best checkpoint's
+// model_ema.safetensors, byte for byte.
+TEST_F(Ema, EarlyStoppingAndBestModelByTheEmaAccuracy) {
+  auto r = test::run(args("stop", "'train.ema={decay: 0.5}' train.epochs=3 output.save_every=2 train.eval_every=2 "
+                                  "output.keep_last=null output.metric_for_best_model=eval_ema_accuracy "
+                                  "output.load_best_model_at_end=true "
+                                  "'callbacks=[{name: early_stopping, metric: eval_ema_accuracy, patience: 1, threshold: 1.0}]'"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("Early stopping at step 4: eval_ema_accuracy has not improved on "), std::string::npos)
+      << r.out << r.err;
+  int64_t best = 0, last = 0;
+  double top = -1;
+  for (auto& l : test::read_jsonl(dir / "stop/metrics.jsonl")) {
+    last = std::max(last, l["step"].get<int64_t>());
+    if (!l.contains("eval_ema_accuracy") || l["eval_ema_accuracy"].get<double>() <= top) continue;
+    top = l["eval_ema_accuracy"].get<double>();  // the first of equals is the best, as checkpoint-best keeps it
+    best = l["step"].get<int64_t>();
+  }
+  EXPECT_EQ(last, 4);
+  ASSERT_GT(best, 0);
+  EXPECT_EQ(fs::read_symlink(dir / "stop/checkpoint-best").filename().string(), "checkpoint-" + std::to_string(best));
+  EXPECT_EQ(test::read_file(dir / "stop/model.safetensors"), test::read_file(ckpt("stop", int(best), "model_ema.safetensors")));
+  EXPECT_NE((r.out + r.err).find("Loading best model from " + ckpt("stop", int(best), "model_ema.safetensors")), std::string::npos)
+      << r.out;
 }
 
 }  // namespace

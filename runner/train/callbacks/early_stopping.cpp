@@ -4,6 +4,7 @@
 // over ranks, so every rank decides alike. Its state (the strikes so far and the best value) is
 // saved with every checkpoint as transformers' EarlyStoppingCallback saves it, so a resumed run
 // stops where the uninterrupted one does.
+#include "runner/recipe/job.h"
 #include "runner/train/callbacks/callbacks.h"
 #include "runner/train/evaluate.h"
 
@@ -19,10 +20,13 @@ namespace {
 class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(const Config& c)
-      : metric_(c.get<std::string>("metric")), patience_(c.get<int64_t>("patience")),
-        threshold_(c.get<double>("threshold")) {
-    if (metric_.rfind("eval_", 0) != 0) metric_ = "eval_" + metric_;
+      : key_(c.path() + ".metric"), metric_(evaluation_metric_name(c.get<std::string>("metric"))),
+        patience_(c.get<int64_t>("patience")), threshold_(c.get<double>("threshold")) {
     greater_is_better_ = metric_.find("loss") == std::string::npos;  // as the Trainer's metric_for_best_model
+  }
+
+  void check(const Job& job) const override {
+    if (std::string why = unevaluated_metric(job.config.train, metric_); !why.empty()) throw RecipeError(key_ + ": " + why);
   }
 
   void on_evaluate(Trainer& t, TrainerControl& control, const EvalResult& r, const nlohmann::ordered_json&) override {
@@ -64,6 +68,7 @@ class EarlyStopping : public Callback {
   }
 
  private:
+  std::string key_;  // callbacks[i].metric, for errors
   std::string metric_;
   int64_t patience_;
   double threshold_;
@@ -77,8 +82,9 @@ class EarlyStopping : public Callback {
 TRAINRUN_REGISTER(Callback, "early_stopping",
                   "stop when an evaluation metric stops improving (transformers' EarlyStoppingCallback)",
                   Schema()
-                      .add("metric", Type::String, yaml("eval_loss"), "the metric to watch (eval_ may be left out)")
-                      .choices({"eval_loss", "eval_accuracy", "eval_top5", "loss", "accuracy", "top5"})
+                      .add("metric", Type::String, yaml("eval_loss"),
+                           "the metric to watch (eval_ may be left out; eval_ema_* with train.ema)")
+                      .choices(evaluation_metric_choices())
                       .add("patience", Type::Int, yaml("3"), "evaluations without improvement before stopping")
                       .min(1)
                       .add("threshold", Type::Float, yaml("0.0"), "smallest change that counts as an improvement")
