@@ -894,17 +894,19 @@ TEST_F(BadInput, ResumeWithAnotherOptimizer) {
   const std::string saved = (dir / "run/checkpoint-8/optimizer.pt");
   const std::string tail = "it was saved with another optimizer, other no_decay groups or other freeze rules; "
                            "output.resume: never, or another output.dir, starts afresh";
+  // Named as a PATH: output.resume: auto refuses another job's folder before this (RunFolderOfAnotherJob).
+  const std::string from = " output.resume=" + (dir / "run/checkpoint-8");
   for (const std::string command : {"check ", ""}) {
-    auto sgd = test::run(test::trainrun(command + recipe() + " train.epochs=2 optimizer.name=sgd"));
+    auto sgd = test::run(test::trainrun(command + recipe() + from + " train.epochs=2 optimizer.name=sgd"));
     expect_err(sgd, 2, "output.resume: " + saved + " does not fit optimizer sgd over 8 trainable tensors (its state is " +
                            "another optimizer's): " + tail + "\n");
-    auto frozen = test::run(test::trainrun(command + recipe() + " train.epochs=2 'freeze=[{params: fc2.*, trainable: false}]'"));
+    auto frozen = test::run(test::trainrun(command + recipe() + from + " train.epochs=2 'freeze=[{params: fc2.*, trainable: false}]'"));
     expect_err(frozen, 2, "output.resume: " + saved + " does not fit optimizer adamw over 6 trainable tensors (loaded state " +
                               "dict contains a parameter group that has a different size than the optimizer's parameter group): " +
                               tail + "\n");
   }
   EXPECT_EQ(contents(dir / "run"), before);
-  auto adam = test::run(test::trainrun(recipe() + " train.epochs=2 train.eval_every=never optimizer.name=adam"));
+  auto adam = test::run(test::trainrun(recipe() + from + " train.epochs=2 train.eval_every=never optimizer.name=adam"));
   EXPECT_EQ(adam.code, 0) << adam.err;
   EXPECT_TRUE(fs::exists(dir / "run/checkpoint-16"));
 }
