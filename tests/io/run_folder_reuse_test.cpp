@@ -48,6 +48,15 @@ TEST_F(RunFolderReuse, SameJobResumesAnotherIsRefusedAFinishedOneTrainsNothing) 
   auto resumed = train("data.workers=0 train.log_every_steps=2");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_NE(resumed.out.find("Resuming from " + (dir / "run/checkpoint-4")), std::string::npos) << resumed.out;
+  // One process on its own says so in words (it said "none backend, launched by none").
+  EXPECT_NE(resumed.out.find("  World = 1 node x 1 process (no process group, started directly), "), std::string::npos)
+      << resumed.out;
+  // The resolved recipe the run writes holds what ran: no `auto` for the machine's choices, no YAML anchors.
+  const std::string resolved = test::read_file(dir / "run/recipe.resolved.yaml");
+  for (const char* needle : {"\nmemory_format: contiguous\n", "  device: cpu\n", "  backend: gloo\n", "  eval_batch_size: 1000\n",
+                             "#   memory_format: contiguous (basicnet does not gain from NHWC)\n"})
+    EXPECT_NE(resolved.find(needle), std::string::npos) << needle << "\n" << resolved;
+  EXPECT_EQ(resolved.find("&1"), std::string::npos) << resolved;
   json state = json::parse(test::read_file(dir / "run/checkpoint-8/trainrun_state.json"));
   EXPECT_EQ(state["job"]["optimizer"]["lr"], 0.001) << state.dump();
   EXPECT_EQ(state["job"]["global_batch_size"], 32) << state.dump();
