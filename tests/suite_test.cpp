@@ -1,0 +1,86 @@
+// The lists that choose parts of the suite (tests/second_stack.txt: what CI's Debian 13 stage runs;
+// tests/heavy_tests.txt: what `make test-quick` and CI's AddressSanitizer run leave out), held
+// against the tests ctest really has (`ctest -N` in this build): every group is placed on the
+// second stack once, and no name or pattern of either list has gone stale (a renamed group would
+// otherwise drop out of the second stack, or back into the bounded runs, without a word).
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace trainrun {
+namespace {
+
+// The test names ctest runs in this build, as `Group.Name` or `Prefix/Group.Name/param`.
+std::vector<std::string> ctest_names() {
+  const test::RunResult r = test::run(std::string("cd '") + TRAINRUN_BUILD_DIR + "' && '" + TRAINRUN_CTEST + "' -N");
+  EXPECT_EQ(r.code, 0) << r.err;
+  static const std::regex line(R"(^\s*Test\s+#\d+: (\S+).*)");  // a parameterised test adds "  # GetParam() = ..."
+  std::vector<std::string> names;
+  std::istringstream in(r.out);
+  for (std::string s; std::getline(in, s);) {
+    std::smatch m;
+    if (std::regex_match(s, m, line)) names.push_back(m[1]);
+  }
+  return names;
+}
+
+// The part of a test's name before its first '.' or '/': `BadInput` of `BadInput.KilledRank`,
+// `Models` of `Models/ResNetParity.X/resnet18`.
+std::string group_of(const std::string& name) { return name.substr(0, name.find_first_of("./")); }
+
+// The lines of a list, comments and blank lines skipped, each with its line number.
+std::vector<std::pair<int, std::string>> lines_of(const std::string& file) {
+  std::ifstream in(test::source(file));
+  EXPECT_TRUE(in.good()) << file;
+  std::vector<std::pair<int, std::string>> lines;
+  int n = 0;
+  for (std::string s; std::getline(in, s);)
+    if (++n, !s.empty() && s[0] != '#') lines.emplace_back(n, s);
+  return lines;
+}
+
+bool matches_a_test(const std::string& pattern, const std::vector<std::string>& names) {
+  const std::regex regex(pattern);
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return std::regex_search(n, regex); });
+}
+
+TEST(Suite, EveryTestIsPlacedOnTheSecondStack) {
+  const std::string file = "tests/second_stack.txt";
+  const auto names = ctest_names();
+  ASSERT_GT(names.size(), 100u);
+  std::set<std::string> groups;
+  for (const auto& n : names) groups.insert(group_of(n));
+  std::map<std::string, std::string> placed;  // group -> "run" or "leave"
+  for (const auto& [line, text] : lines_of(file)) {
+    std::istringstream words(text);
+    std::string kind, word;
+    words >> kind;
+    if (kind == "leave-tests") {
+      EXPECT_TRUE(matches_a_test(text.substr(kind.size() + 1), names)) << file << ":" << line << ": matches no test";
+      continue;
+    }
+    ASSERT_TRUE(kind == "run" || kind == "leave") << file << ":" << line << ": starts with " << kind;
+    while (words >> word) {
+      EXPECT_TRUE(groups.count(word)) << file << ":" << line << ": " << word << " is no group of the suite";
+      EXPECT_TRUE(placed.emplace(word, kind).second) << file << ":" << line << ": " << word << " is placed twice";
+    }
+  }
+  for (const auto& g : groups)
+    EXPECT_TRUE(placed.count(g)) << g << ": in no line of " << file << " (run or leave on Debian 13, and why)";
+}
+
+TEST(Suite, EveryHeavyGroupNamesTestsOfTheSuite) {
+  const auto names = ctest_names();
+  for (const auto& [line, pattern] : lines_of("tests/heavy_tests.txt"))
+    EXPECT_TRUE(matches_a_test(pattern, names)) << "tests/heavy_tests.txt:" << line << ": " << pattern << " matches no test";
+}
+
+}  // namespace
+}  // namespace trainrun
