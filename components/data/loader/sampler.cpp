@@ -1,4 +1,4 @@
-#include "components/data/sampler.h"
+#include "components/data/loader/sampler.h"
 
 #include "components/data/dataset.h"
 
