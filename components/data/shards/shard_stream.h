@@ -14,7 +14,7 @@
 // shards in order, once, no buffer.
 #pragma once
 
-#include "components/data/webdataset.h"
+#include "components/data/shards/webdataset.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
-#include "components/data/shard_stream.h"
+#include "components/data/shards/shard_stream.h"
 
-#include "components/data/dataset.h"
+#include "components/data/data_error.h"
 
 #include <spdlog/spdlog.h>
 

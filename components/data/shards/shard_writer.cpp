@@ -1,4 +1,4 @@
-#include "components/data/shard_writer.h"
+#include "components/data/shards/shard_writer.h"
 
 #include "components/data/image.h"
 #include "support/durable_file.h"
