@@ -6,7 +6,7 @@
 // out (and transposed to H x W x C) when the loader asks for it. With `download: true` a missing
 // or empty root is filled from stl10_binary.tar.gz, as torchvision's STL10(download=True).
 #include "components/data/dataset.h"
-#include "components/data/download.h"
+#include "components/data/sources/torchvision_download.h"
 
 #include <ATen/ATen.h>
 

@@ -5,8 +5,8 @@
 // With `download: true` a missing or empty root is filled from the Oxford-IIIT Pet images.tar.gz,
 // as torchvision's OxfordIIITPet(download=True) (the annotations are not fetched: the labels are
 // in the file names).
-#include "components/data/download.h"
-#include "components/data/image_files.h"
+#include "components/data/sources/image_files.h"
+#include "components/data/sources/torchvision_download.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "components/data/image_files.h"
+#include "components/data/sources/image_files.h"
 
 #include "components/data/image.h"
 

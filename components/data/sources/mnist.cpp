@@ -1,10 +1,10 @@
 // MNIST and Fashion-MNIST: the four IDX files (raw or .gz) in one folder, as torchvision's
 // MNIST/FashionMNIST read them. The test split is the eval split. With `download: true` the
-// missing files are fetched as torchvision's download=True fetches them (components/data/download.h)
+// missing files are fetched as torchvision's download=True fetches them (components/data/sources/torchvision_download.h)
 // and kept as .gz, which read_idx reads.
 #include "components/data/dataset.h"
-#include "components/data/download.h"
-#include "components/data/idx.h"
+#include "components/data/sources/idx.h"
+#include "components/data/sources/torchvision_download.h"
 
 #include <ATen/ATen.h>
 

@@ -1,6 +1,6 @@
-#include "components/data/idx.h"
+#include "components/data/sources/idx.h"
 
-#include "components/data/dataset.h"
+#include "components/data/data_error.h"
 
 #include <ATen/ATen.h>
 #include <fcntl.h>

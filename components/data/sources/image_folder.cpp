@@ -2,7 +2,7 @@
 // files under each (recursively) with an image extension (IMG_EXTENSIONS, case-insensitive),
 // sorted. The eval split is a separate folder of the same layout (`val_root`, as ImageNet's
 // train/ and val/), or else a seeded `val_fraction` of `root` (image_files.h).
-#include "components/data/image_files.h"
+#include "components/data/sources/image_files.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "components/data/download.h"
+#include "components/data/sources/torchvision_download.h"
 
 #include "support/archive.h"
 #include "support/download.h"
