@@ -7,7 +7,7 @@
 // even batch; here an odd one (an epoch's last) leaves its middle example with itself (batch and
 // elem modes mix it with itself, pair mode leaves it unmixed).
 #include "components/data/batch_transform.h"
-#include "components/data/mixup.h"
+#include "components/data/transforms/mixup.h"
 
 #include <ATen/ATen.h>
 

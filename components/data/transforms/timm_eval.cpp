@@ -1,6 +1,6 @@
 // timm's eval preprocessing (timm_eval.h) and the one transform of it torchvision has no name
 // for, timm's ResizeKeepRatio.
-#include "components/data/timm_eval.h"
+#include "components/data/transforms/timm_eval.h"
 
 #include "components/data/transform.h"
 

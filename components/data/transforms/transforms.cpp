@@ -8,7 +8,7 @@
 // than INTER_AREA and twice as fast. The difference to torchvision + PIL on the same JPEG is
 // measured by tests/components/transforms_test.cpp and stated in the README.
 #include "components/data/cv_tensor.h"
-#include "components/data/pil_ops.h"
+#include "components/data/pil/pil_ops.h"
 #include "components/data/transform_params.h"
 #include "components/data/transform.h"
 

@@ -1,10 +1,10 @@
 // The augment policies' tables, as torchvision's autoaugment.py has them: the ops with their
 // magnitudes (_augmentation_space of RandAugment and TrivialAugmentWide) and AutoAugment's learned
 // sub-policies (ImageNet, CIFAR-10, SVHN).
-#include "components/data/augment_policy_tables.h"
+#include "components/data/transforms/augment_policy_tables.h"
 
-#include "components/data/augment.h"
-#include "components/data/augment_common.h"
+#include "components/data/transforms/augment.h"
+#include "components/data/transforms/augment_common.h"
 
 #include <map>
 #include <stdexcept>

@@ -1,7 +1,7 @@
 // Image.resize, ported from Pillow's src/libImaging/Resample.c: two separable passes with 22-bit
 // fixed-point coefficients, bilinear and bicubic (a = -0.5), both antialiased when shrinking;
 // NEAREST is an affine scale (pil_affine.cpp).
-#include "components/data/pil_common.h"
+#include "components/data/pil/pil_common.h"
 
 #include <algorithm>
 #include <cmath>

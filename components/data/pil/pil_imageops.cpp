@@ -1,6 +1,6 @@
 // ImageOps.posterize, solarize, invert, autocontrast and equalize, ported from Pillow's
 // PIL/ImageOps.py: each a lookup table per band, built from the band's histogram for the last two.
-#include "components/data/pil_common.h"
+#include "components/data/pil/pil_common.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // ImageEnhance's Brightness, Color (saturation), Contrast and Sharpness, each a blend of the image
 // with a degenerate one, ported from Pillow's PIL/ImageEnhance.py, src/libImaging/Blend.c
 // (Image.blend) and Filter.c (the SMOOTH filter).
-#include "components/data/pil_common.h"
+#include "components/data/pil/pil_common.h"
 
 namespace trainrun::pil {
 namespace {

@@ -1,9 +1,9 @@
 // The ops of torchvision's augment policies (autoaugment._apply_op) and F.gaussian_blur on PIL
-// images, their pixels from components/data/pil_ops (augment.h).
-#include "components/data/augment.h"
+// images, their pixels from components/data/pil/pil_ops.h (augment.h).
+#include "components/data/transforms/augment.h"
 
-#include "components/data/augment_common.h"
-#include "components/data/pil_ops.h"
+#include "components/data/pil/pil_ops.h"
+#include "components/data/transforms/augment_common.h"
 
 #include <array>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Colour conversions: F.adjust_hue on a PIL image (through PIL's HSV) and image.convert("L"),
 // ported from Pillow's src/libImaging/Convert.c.
-#include "components/data/pil_common.h"
+#include "components/data/pil/pil_common.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // src/libImaging/Geometry.c (ImagingScaleAffine, ImagingTransformAffine: 16.16 fixed point, or
 // double where the matrix would overflow it), PIL/Image.py's rotate and torchvision's
 // _get_inverse_affine_matrix.
-#include "components/data/pil_common.h"
+#include "components/data/pil/pil_common.h"
 
 #include <algorithm>
 #include <cmath>

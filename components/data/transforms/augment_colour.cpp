@@ -1,9 +1,9 @@
 // The colour augmentations as registered transforms: color_jitter, grayscale, random_grayscale and
 // gaussian_blur (torchvision's ColorJitter, Grayscale, RandomGrayscale and GaussianBlur on PIL
 // images), with their draws from the loader's per-example generator.
-#include "components/data/augment.h"
-#include "components/data/augment_common.h"
-#include "components/data/pil_ops.h"
+#include "components/data/pil/pil_ops.h"
+#include "components/data/transforms/augment.h"
+#include "components/data/transforms/augment_common.h"
 
 #include <algorithm>
 #include <array>

@@ -2,9 +2,9 @@
 // auto_augment (torchvision's RandAugment, TrivialAugmentWide and AutoAugment), drawing their ops,
 // magnitudes and signs from the loader's per-example generator as torchvision does; their tables
 // are in augment_policy_tables.cpp, their ops in augment_ops.cpp.
-#include "components/data/augment.h"
-#include "components/data/augment_common.h"
-#include "components/data/augment_policy_tables.h"
+#include "components/data/transforms/augment.h"
+#include "components/data/transforms/augment_common.h"
+#include "components/data/transforms/augment_policy_tables.h"
 
 #include <memory>
 #include <stdexcept>

@@ -1,8 +1,8 @@
 // The geometric augmentations as registered transforms: random_rotation and random_affine
 // (torchvision's RandomRotation and RandomAffine on PIL images, NEAREST), with their draws from the
 // loader's per-example generator.
-#include "components/data/augment_common.h"
-#include "components/data/pil_ops.h"
+#include "components/data/pil/pil_ops.h"
+#include "components/data/transforms/augment_common.h"
 
 #include <array>
 #include <cmath>

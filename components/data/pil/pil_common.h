@@ -7,7 +7,7 @@
 // bit for bit; the project builds with -ffp-contract=off so no multiply-add is fused.
 #pragma once
 
-#include "components/data/pil_ops.h"
+#include "components/data/pil/pil_ops.h"
 
 #include <ATen/ATen.h>
 

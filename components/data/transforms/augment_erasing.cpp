@@ -1,6 +1,6 @@
 // random_erasing (torchvision's RandomErasing) as a registered transform: on the float C x H x W
 // tensor after to_tensor, with its draws from the loader's per-example generator.
-#include "components/data/augment_common.h"
+#include "components/data/transforms/augment_common.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
