@@ -16,7 +16,7 @@
 namespace trainrun {
 
 constexpr const char* kStateFile = "trainer_state.json";
-// Where each rank's shard streams stood (webdataset runs only; components/data/loader.h).
+// Where each rank's shard streams stood (webdataset runs only; components/data/loader/loader.h).
 constexpr const char* kLoaderStateFile = "loader_state.json";
 // Checkpoints written before this file existed kept its content under trainer_state.json's
 // "trainrun" key, which transformers refuses (TrainerState(**json) takes its fields only); they
