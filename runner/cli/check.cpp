@@ -330,8 +330,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   int64_t unopened = 0;
   if (const StreamingDataset* train = streaming_source(*job.data.train)) {
     unopened += print_shards("train", train->shards(), world);
-    if (const StreamingDataset* eval = streaming_source(*job.data.eval))
-      unopened += print_shards(job.data.eval_split_name, eval->shards(), world);
+    if (const auto* eval = streaming_source(*job.data.eval)) unopened += print_shards(job.data.eval_split_name, eval->shards(), world);
   } else {
     std::cout << "  train class counts: " << class_counts_line(*job.data.train, job.data.classes) << "\n";
     std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts_line(*job.data.eval, job.data.classes)
