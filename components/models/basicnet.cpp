@@ -2,10 +2,23 @@
 // the same parameter names, so its state_dict loads as is.
 #include "components/models/model.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 namespace trainrun {
 namespace {
+
+// The example's one architecture: 3x3 convs, a 2x2 max-pool, a hidden fc.
+struct BasicNetArgs {
+  int64_t image_size;  // H = W of its inputs
+  int64_t conv1;       // output channels
+  int64_t conv2;
+  int64_t hidden;      // fc1's output features
+  // fc1's input: conv2's channels over the pooled grid of two unpadded 3x3 convs (64 * 12 * 12 = 9216).
+  constexpr int64_t flat() const { return conv2 * ((image_size - 4) / 2) * ((image_size - 4) / 2); }
+};
+
+constexpr BasicNetArgs kBasicNet{.image_size = 28, .conv1 = 32, .conv2 = 64, .hidden = 128};
 
 struct BasicNetOptions {
   int64_t in_channels = 1;
@@ -17,12 +30,12 @@ struct BasicNetOptions {
 class BasicNetImpl : public Classifier {
  public:
   explicit BasicNetImpl(const BasicNetOptions& o)
-      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(o.in_channels, 32, 3)))),
-        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3)))),
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(o.in_channels, kBasicNet.conv1, 3)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(kBasicNet.conv1, kBasicNet.conv2, 3)))),
         dropout1(register_module("dropout1", torch::nn::Dropout(o.dropout1))),
         dropout2(register_module("dropout2", torch::nn::Dropout(o.dropout2))),
-        fc1(register_module("fc1", torch::nn::Linear(9216, 128))),
-        fc2(register_module("fc2", torch::nn::Linear(128, o.num_classes))) {}
+        fc1(register_module("fc1", torch::nn::Linear(kBasicNet.flat(), kBasicNet.hidden))),
+        fc2(register_module("fc2", torch::nn::Linear(kBasicNet.hidden, o.num_classes))) {}
 
   at::Tensor forward(const at::Tensor& input) override {
     auto x = torch::relu(conv1(input));
@@ -39,7 +52,7 @@ class BasicNetImpl : public Classifier {
     InputConfig in;
     in.mean = {0.1307};  // the example's Normalize((0.1307,), (0.3081,))
     in.std = {0.3081};
-    in.input_size = {1, 28, 28};
+    in.input_size = {1, kBasicNet.image_size, kBasicNet.image_size};
     in.resize_and_crop = false;  // its test_loader: ToTensor + Normalize only
     return in;
   }
@@ -51,6 +64,11 @@ class BasicNetImpl : public Classifier {
   torch::nn::Dropout dropout1, dropout2;
   torch::nn::Linear fc1, fc2;
 };
+
+std::string basicnet_description(const BasicNetArgs& a) {
+  return fmt::format("PyTorch's MNIST example net: 2 convs ({}, {} channels), max-pool, dropout, 2 fcs ({}, {}), "
+                     "log-softmax ({}x{} input)", a.conv1, a.conv2, a.flat(), a.hidden, a.image_size, a.image_size);
+}
 
 Schema basicnet_schema() {
   return Schema()
@@ -64,9 +82,7 @@ Schema basicnet_schema() {
 
 }  // namespace
 
-TRAINRUN_REGISTER(Classifier, "basicnet",
-                  "PyTorch's MNIST example net: 2 convs, max-pool, dropout, 2 fcs, log-softmax (28x28 input)",
-                  basicnet_schema(), [](const Config& c) -> std::shared_ptr<Classifier> {
+TRAINRUN_REGISTER(Classifier, "basicnet", basicnet_description(kBasicNet), basicnet_schema(), [](const Config& c) -> std::shared_ptr<Classifier> {
                     BasicNetOptions o;
                     o.in_channels = c.get<int64_t>("in_channels");
                     o.num_classes = c.get<int64_t>("num_classes");

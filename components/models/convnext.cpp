@@ -1,9 +1,6 @@
 // ConvNeXt (Liu et al., "A ConvNet for the 2020s", arXiv:2201.03545), as timm's
-// timm/models/convnext.py: one ConvNeXt class, variants as data.
-//
-//   convnext_tiny  = depths [3, 3, 9, 3],  dims [96, 192, 384, 768]
-//   convnext_small = depths [3, 3, 27, 3], dims [96, 192, 384, 768]
-//   convnext_base  = depths [3, 3, 27, 3], dims [128, 256, 512, 1024]
+// timm/models/convnext.py: one ConvNeXt class, variants as data (kConvNeXts, each name's depths and
+// dims) and their published weights' settings apart (kConvNeXtCfgs, timm's default_cfgs).
 //
 // timm's defaults for these: patch stem (4x4 conv stride 4, LayerNorm2d), conv_mlp=False (the
 // block's LayerNorm and Mlp run channels-last: permute, LayerNorm over C, Linear, GELU, Linear,
@@ -16,6 +13,9 @@
 
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -27,17 +27,15 @@ namespace nn = torch::nn;
 
 constexpr double kConvNeXtNormEps = 1e-6;  // timm's LayerNorm / LayerNorm2d default
 
-// The architecture, as the arguments of timm's @register_model functions, and the published
-// weights' pretrained_cfg (timm's default tag; convnext's _cfg: bicubic, ImageNet mean/std, 224).
-struct ConvNeXtConfig {
+// The architecture, as the model_args of timm's @register_model functions.
+struct ConvNeXtArgs {
   std::array<int64_t, 4> depths{3, 3, 9, 3};
   std::array<int64_t, 4> dims{96, 192, 384, 768};
-  std::string published;
-  double crop_pct = 0.875;
 };
 
 struct ConvNeXtOptions : TimmKeys {  // drop_path_rate: linear over all blocks (timm's calculate_drop_path_rates)
-  ConvNeXtConfig arch;
+  ConvNeXtArgs arch;
+  PretrainedCfg weights;
   double head_init_scale = 1.0;  // head.fc's weight and bias scaled after init
 };
 
@@ -176,7 +174,7 @@ std::vector<std::vector<double>> convnext_drop_path_rates(double rate, const std
 
 class ConvNeXtImpl : public Classifier {
  public:
-  explicit ConvNeXtImpl(const ConvNeXtOptions& o) : published_(o.arch.published), crop_pct_(o.arch.crop_pct) {
+  explicit ConvNeXtImpl(const ConvNeXtOptions& o) : weights_(o.weights) {
     const auto& dims = o.arch.dims;
     // One push_back per layer, in timm's order: each conv's default init draws from the RNG.
     nn::Sequential stem;
@@ -203,15 +201,7 @@ class ConvNeXtImpl : public Classifier {
     return head_(x);  // timm's norm_pre is Identity here (head_norm_first=False)
   }
 
-  InputConfig input_config() const override {
-    InputConfig in;
-    in.mean = {0.485, 0.456, 0.406};  // timm's IMAGENET_DEFAULT_*
-    in.std = {0.229, 0.224, 0.225};
-    in.input_size = {3, 224, 224};
-    in.interpolation = "bicubic";
-    in.crop_pct = crop_pct_;
-    return in;
-  }
+  InputConfig input_config() const override { return trainrun::input_config(weights_); }
   std::string classifier_pattern() const override { return "head.fc.*"; }
   // timm's ConvNeXt.group_matcher(coarse=False): stem; stages.S.downsample with suffix (0,), so
   // it shares a layer with stages.S.blocks.0; stages.S.blocks.B; (timm's norm_pre, (99999,), has
@@ -221,7 +211,7 @@ class ConvNeXtImpl : public Classifier {
             {"blocks", R"(^stages\.(\d+)\.downsample)", {0}},
             {"blocks", R"(^stages\.(\d+)\.blocks\.(\d+))"}};
   }
-  std::string published_weights() const override { return published_; }
+  std::string published_weights() const override { return hub_id(weights_); }
 
   // timm's ConvNeXt.set_grad_checkpointing: every stage's checkpoint_seq over its blocks (each
   // block recomputed on its own; downsample, stem and head never).
@@ -255,32 +245,30 @@ class ConvNeXtImpl : public Classifier {
   ConvNeXtHead head_{nullptr};
   std::array<bool, 4> checkpointed_{};  // train.activation_checkpointing, per stage
   CheckpointBlock checkpoint_;
-  std::string published_;
-  double crop_pct_;
+  PretrainedCfg weights_;
 };
 
-ConvNeXtConfig convnext_config(std::array<int64_t, 4> depths, std::array<int64_t, 4> dims, const char* tag, double crop_pct) {
-  ConvNeXtConfig c;
-  c.depths = depths;
-  c.dims = dims;
-  c.published = std::string("hf-hub:timm/") + tag;
-  c.crop_pct = crop_pct;
-  return c;
+// timm's @register_model functions: each name's model_args.
+const Variants<ConvNeXtArgs> kConvNeXts = {
+    {"convnext_tiny", {.depths = {3, 3, 9, 3}, .dims = {96, 192, 384, 768}}},
+    {"convnext_small", {.depths = {3, 3, 27, 3}, .dims = {96, 192, 384, 768}}},
+    {"convnext_base", {.depths = {3, 3, 27, 3}, .dims = {128, 256, 512, 1024}}},
+};
+
+// timm's default_cfgs, the default tag of each name (convnext's _cfg: bicubic, ImageNet mean/std,
+// 224): its own ImageNet-12k -> 1k fine-tunes for tiny and small, Facebook's ImageNet-22k -> 1k for base.
+const std::vector<PretrainedCfg> kConvNeXtCfgs = {
+    {.tag = "convnext_tiny.in12k_ft_in1k", .crop_pct = 0.95},
+    {.tag = "convnext_small.in12k_ft_in1k", .crop_pct = 0.95},
+    {.tag = "convnext_base.fb_in22k_ft_in1k"},
+};
+
+std::string convnext_description(const ConvNeXtArgs& a, const PretrainedCfg& weights) {
+  return fmt::format("timm's ConvNeXt: patch-4 stem, depths [{}], dims [{}] ({})", fmt::join(a.depths, ","),
+                     fmt::join(a.dims, ","), describe_input(weights));
 }
 
-// timm's default tags: its own ImageNet-12k -> 1k fine-tunes for tiny and small (crop_pct 0.95),
-// Facebook's ImageNet-22k -> 1k for base (crop_pct 0.875).
-ConvNeXtConfig convnext_tiny_config() {
-  return convnext_config({3, 3, 9, 3}, {96, 192, 384, 768}, "convnext_tiny.in12k_ft_in1k", 0.95);
-}
-ConvNeXtConfig convnext_small_config() {
-  return convnext_config({3, 3, 27, 3}, {96, 192, 384, 768}, "convnext_small.in12k_ft_in1k", 0.95);
-}
-ConvNeXtConfig convnext_base_config() {
-  return convnext_config({3, 3, 27, 3}, {128, 256, 512, 1024}, "convnext_base.fb_in22k_ft_in1k", 0.875);
-}
-
-Schema convnext_schema() {
+Schema convnext_schema(const ConvNeXtArgs& /*arch*/, const PretrainedCfg& /*weights*/) {
   Schema schema;
   add_timm_head_keys(schema, "timm");
   return add_timm_drop_keys(schema, "dropout before head.fc (timm's drop_rate)")
@@ -288,23 +276,20 @@ Schema convnext_schema() {
       .min(0);
 }
 
-Kind<Classifier>::Factory convnext_factory(const ConvNeXtConfig& arch) {
-  return [arch](const Config& c) -> std::shared_ptr<Classifier> {
+Kind<Classifier>::Factory convnext_factory(const ConvNeXtArgs& arch, const PretrainedCfg& weights) {
+  return [arch, weights](const Config& c) -> std::shared_ptr<Classifier> {
     ConvNeXtOptions o;
     o.arch = arch;
+    o.weights = weights;
     read_timm_keys(c, o);
     o.head_init_scale = c.get<double>("head_init_scale");
     return std::make_shared<ConvNeXtImpl>(o);
   };
 }
 
-}  // namespace
+[[maybe_unused]] const bool kConvNeXtsRegistered =
+    register_variants(kConvNeXts, kConvNeXtCfgs, convnext_description, convnext_schema, convnext_factory);
 
-TRAINRUN_REGISTER(Classifier, "convnext_tiny", "timm's ConvNeXt-T: patch-4 stem, depths [3,3,9,3], dims [96,192,384,768] (ImageNet mean/std, 224x224)",
-                  convnext_schema(), convnext_factory(convnext_tiny_config()));
-TRAINRUN_REGISTER(Classifier, "convnext_small", "timm's ConvNeXt-S: patch-4 stem, depths [3,3,27,3], dims [96,192,384,768] (ImageNet mean/std, 224x224)",
-                  convnext_schema(), convnext_factory(convnext_small_config()));
-TRAINRUN_REGISTER(Classifier, "convnext_base", "timm's ConvNeXt-B: patch-4 stem, depths [3,3,27,3], dims [128,256,512,1024] (ImageNet mean/std, 224x224)",
-                  convnext_schema(), convnext_factory(convnext_base_config()));
+}  // namespace
 
 }  // namespace trainrun

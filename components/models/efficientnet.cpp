@@ -3,7 +3,9 @@
 // strings ("ir_r2_k3_s2_e6_c24_se0.25" = InvertedResidual, 2 repeats, 3x3 depthwise, stride 2,
 // expansion 6, 24 channels, squeeze-excite 0.25), decoded and built by one builder
 // (efficientnet_builder.cpp, over the blocks of efficientnet_blocks.cpp); the two families differ
-// in their SE flavour and their head only. This file: the trunk, the two heads, the variants.
+// in their SE flavour and their head only. This file: the trunk, the two heads, the variants as
+// data (kVariants: EfficientNet-B0's stages under a width and a depth multiplier; MobileNetV3's own)
+// and their published weights' settings apart (kCfgs, timm's default_cfgs).
 //
 //   efficientnet_b0..b3   = timm's _gen_efficientnet(channel_multiplier, depth_multiplier): SiLU,
 //                           SE with a sigmoid gate, conv_head + bn2 before the pooling
@@ -19,6 +21,8 @@
 
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -32,9 +36,9 @@ namespace {
 // pretrained config. The heads are built by the subclasses, after the blocks, as timm does.
 class Trunk : public Classifier {
  public:
-  InputConfig input_config() const override { return arch_.input; }
+  InputConfig input_config() const override { return trainrun::input_config(weights_); }
   std::string classifier_pattern() const override { return "classifier.*"; }
-  std::string published_weights() const override { return arch_.published; }
+  std::string published_weights() const override { return hub_id(weights_); }
   // oneDNN's NHWC depthwise convolutions: a training step of efficientnet_b0 (batch 8, 224, 2
   // threads, LibTorch 1.13's kernels through python3-torch) took 28-46 s channels_last against
   // 54-74 s contiguous, four interleaved runs each on the shared 2-core machine.
@@ -54,7 +58,7 @@ class Trunk : public Classifier {
   }
 
  protected:
-  explicit Trunk(const Options& o) : arch_(o.arch), drop_rate_(o.drop_rate) {
+  explicit Trunk(const Options& o) : arch_(o.arch), weights_(o.weights), drop_rate_(o.drop_rate) {
     int64_t stem = o.arch.fix_stem ? o.arch.stem_size : round_channels(o.arch.stem_size, o.arch.channel_multiplier);
     conv_stem_ = register_module("conv_stem", conv(3, stem, 3, 2));
     bn1_ = register_module("bn1", nn::BatchNorm2d(stem));
@@ -105,10 +109,11 @@ class Trunk : public Classifier {
     }
   }
 
-  ArchConfig arch_;
+  EfficientNetArgs arch_;
   int64_t head_chs_ = 0;  // the last block's output channels
 
  private:
+  PretrainedCfg weights_;
   nn::Conv2d conv_stem_{nullptr};
   nn::BatchNorm2d bn1_{nullptr};
   std::vector<std::vector<std::shared_ptr<Block>>> stages_;
@@ -118,12 +123,14 @@ class Trunk : public Classifier {
 };
 
 // timm's EfficientNet head: conv_head -> bn2 + act -> global average pool -> dropout -> classifier.
+// Its width scales with the trunk's (timm's round_chs_fn(1280)).
 class EfficientNetImpl : public Trunk {
  public:
   explicit EfficientNetImpl(const Options& o) : Trunk(o) {
-    conv_head_ = register_module("conv_head", conv(head_chs_, o.arch.num_features, 1));
-    bn2_ = register_module("bn2", nn::BatchNorm2d(o.arch.num_features));
-    classifier_ = register_module("classifier", nn::Linear(o.arch.num_features, o.num_classes));
+    const int64_t features = round_channels(o.arch.num_features, o.arch.channel_multiplier);
+    conv_head_ = register_module("conv_head", conv(head_chs_, features, 1));
+    bn2_ = register_module("bn2", nn::BatchNorm2d(features));
+    classifier_ = register_module("classifier", nn::Linear(features, o.num_classes));
     init_weights();
   }
   at::Tensor forward(const at::Tensor& input) override {
@@ -165,52 +172,58 @@ class MobileNetV3Impl : public Trunk {
   nn::Linear classifier_{nullptr};
 };
 
-InputConfig imagenet_input(int64_t size, double crop_pct, bool inception_mean = false) {
-  InputConfig in;
-  in.mean = inception_mean ? std::vector<double>{0.5, 0.5, 0.5} : std::vector<double>{0.485, 0.456, 0.406};
-  in.std = inception_mean ? std::vector<double>{0.5, 0.5, 0.5} : std::vector<double>{0.229, 0.224, 0.225};
-  in.input_size = {3, size, size};
-  in.interpolation = "bicubic";
-  in.crop_pct = crop_pct;
-  return in;
+const std::vector<std::vector<std::string>> kEfficientNetB0Stages = {
+    {"ds_r1_k3_s1_e1_c16_se0.25"}, {"ir_r2_k3_s2_e6_c24_se0.25"},  {"ir_r2_k5_s2_e6_c40_se0.25"},
+    {"ir_r3_k3_s2_e6_c80_se0.25"}, {"ir_r3_k5_s1_e6_c112_se0.25"}, {"ir_r4_k5_s2_e6_c192_se0.25"},
+    {"ir_r1_k3_s1_e6_c320_se0.25"}};
+
+// timm's _gen_efficientnet and _gen_mobilenet_v3 (large, not minimal, width 1.0): each name's
+// arguments.
+const Variants<EfficientNetArgs> kVariants = {
+    {"efficientnet_b0", {.arch_def = kEfficientNetB0Stages}},
+    {"efficientnet_b1", {.arch_def = kEfficientNetB0Stages, .depth_multiplier = 1.1}},
+    {"efficientnet_b2", {.arch_def = kEfficientNetB0Stages, .channel_multiplier = 1.1, .depth_multiplier = 1.2}},
+    {"efficientnet_b3", {.arch_def = kEfficientNetB0Stages, .channel_multiplier = 1.2, .depth_multiplier = 1.4}},
+    {"mobilenetv3_large_100",
+     {.head = Head::MobileNetV3,
+      .arch_def = {{"ds_r1_k3_s1_e1_c16_nre"},
+                   {"ir_r1_k3_s2_e4_c24_nre", "ir_r1_k3_s1_e3_c24_nre"},
+                   {"ir_r3_k5_s2_e3_c40_se0.25_nre"},
+                   {"ir_r1_k3_s2_e6_c80", "ir_r1_k3_s1_e2.5_c80", "ir_r2_k3_s1_e2.3_c80"},
+                   {"ir_r2_k3_s1_e6_c112_se0.25"},
+                   {"ir_r3_k5_s2_e6_c160_se0.25"},
+                   {"cn_r1_k1_s1_c960"}},
+      .stem_size = 16,
+      .act = Act::HardSwish,
+      .se = {.gate = Gate::HardSigmoid, .force_act = Act::ReLU, .from_exp = true, .round_to_divisor = true}}},
+};
+
+// timm's default_cfgs, the default tag of each name (bicubic, ImageNet mean/std but for B1's).
+const std::vector<PretrainedCfg> kCfgs = {
+    {.tag = "efficientnet_b0.ra_in1k"},
+    {.tag = "efficientnet_b1.ra4_e3600_r240_in1k", .input_size = 240, .crop_pct = 0.9, .mean_std = MeanStd::Inception},
+    {.tag = "efficientnet_b2.ra_in1k", .input_size = 256},
+    {.tag = "efficientnet_b3.ra2_in1k", .input_size = 288},
+    {.tag = "mobilenetv3_large_100.ra_in1k"},
+};
+
+const char* act_name(Act act) { return act == Act::SiLU ? "SiLU" : act == Act::HardSwish ? "hard-swish" : "ReLU"; }
+
+// "timm's MobileNetV3: MBConv stages with hard-sigmoid SE, ReLU/hard-swish, pooled conv_head, width
+// 1.0 depth 1.0 (...)": the activations are the model's and those its block strings name (n<re>).
+std::string describe(const EfficientNetArgs& a, const PretrainedCfg& weights) {
+  const bool mobilenet = a.head == Head::MobileNetV3;
+  std::string acts = act_name(a.act);
+  for (const auto& stage : a.arch_def)
+    for (const auto& block : stage)
+      if (block.find("_nre") != std::string::npos && acts.find("ReLU") == std::string::npos) acts = "ReLU/" + acts;
+  return fmt::format("timm's {}: MBConv stages with {}SE, {}{}, width {:.1f} depth {:.1f} ({})",
+                     mobilenet ? "MobileNetV3" : "EfficientNet", a.se.gate == Gate::HardSigmoid ? "hard-sigmoid " : "",
+                     acts, mobilenet ? ", pooled conv_head" : "", a.channel_multiplier, a.depth_multiplier,
+                     describe_input(weights));
 }
 
-// timm's _gen_efficientnet: EfficientNet-B0's stages under a width and a depth multiplier.
-ArchConfig efficientnet(double width, double depth, const std::string& tag, InputConfig input) {
-  ArchConfig c;
-  c.arch_def = {{"ds_r1_k3_s1_e1_c16_se0.25"}, {"ir_r2_k3_s2_e6_c24_se0.25"}, {"ir_r2_k5_s2_e6_c40_se0.25"},
-                {"ir_r3_k3_s2_e6_c80_se0.25"}, {"ir_r3_k5_s1_e6_c112_se0.25"}, {"ir_r4_k5_s2_e6_c192_se0.25"},
-                {"ir_r1_k3_s1_e6_c320_se0.25"}};
-  c.channel_multiplier = width;
-  c.depth_multiplier = depth;
-  c.num_features = round_channels(1280, width);
-  c.act = Act::SiLU;
-  c.published = "hf-hub:timm/" + tag;
-  c.input = std::move(input);
-  return c;
-}
-
-// timm's _gen_mobilenet_v3 for the large, non-minimal variant at width 1.0.
-ArchConfig mobilenetv3_large_100() {
-  ArchConfig c;
-  c.head = Head::MobileNetV3;
-  c.arch_def = {{"ds_r1_k3_s1_e1_c16_nre"},
-                {"ir_r1_k3_s2_e4_c24_nre", "ir_r1_k3_s1_e3_c24_nre"},
-                {"ir_r3_k5_s2_e3_c40_se0.25_nre"},
-                {"ir_r1_k3_s2_e6_c80", "ir_r1_k3_s1_e2.5_c80", "ir_r2_k3_s1_e2.3_c80"},
-                {"ir_r2_k3_s1_e6_c112_se0.25"},
-                {"ir_r3_k5_s2_e6_c160_se0.25"},
-                {"cn_r1_k1_s1_c960"}};
-  c.stem_size = 16;
-  c.num_features = 1280;
-  c.act = Act::HardSwish;
-  c.se = SEStyle{Gate::HardSigmoid, Act::ReLU, /*from_exp=*/true, /*round_to_divisor=*/true};
-  c.published = "hf-hub:timm/mobilenetv3_large_100.ra_in1k";
-  c.input = imagenet_input(224, 0.875);
-  return c;
-}
-
-Schema schema() {
+Schema schema(const EfficientNetArgs& /*arch*/, const PretrainedCfg& /*weights*/) {
   Schema schema;
   add_timm_head_keys(schema, "timm");
   return add_timm_drop_keys(schema, "dropout before the classifier (timm's drop_rate; its B0/B1 recipes use 0.2)",
@@ -218,39 +231,20 @@ Schema schema() {
                             "(timm's builder; its EfficientNet recipes use 0.2)");
 }
 
-Kind<Classifier>::Factory factory(const ArchConfig& arch) {
-  return [arch](const Config& c) -> std::shared_ptr<Classifier> {
+Kind<Classifier>::Factory factory(const EfficientNetArgs& arch, const PretrainedCfg& weights) {
+  return [arch, weights](const Config& c) -> std::shared_ptr<Classifier> {
     Options o;
     o.arch = arch;
+    o.weights = weights;
     read_timm_keys(c, o);
     if (arch.head == Head::MobileNetV3) return std::make_shared<MobileNetV3Impl>(o);
     return std::make_shared<EfficientNetImpl>(o);
   };
 }
 
-// The default pretrained tag of each name in timm's default_cfgs, with its pretrained_cfg.
-const ArchConfig kB0 = efficientnet(1.0, 1.0, "efficientnet_b0.ra_in1k", imagenet_input(224, 0.875));
-const ArchConfig kB1 = efficientnet(1.0, 1.1, "efficientnet_b1.ra4_e3600_r240_in1k", imagenet_input(240, 0.9, true));
-const ArchConfig kB2 = efficientnet(1.1, 1.2, "efficientnet_b2.ra_in1k", imagenet_input(256, 0.875));
-const ArchConfig kB3 = efficientnet(1.2, 1.4, "efficientnet_b3.ra2_in1k", imagenet_input(288, 0.875));
+[[maybe_unused]] const bool kRegistered = register_variants(kVariants, kCfgs, describe, schema, factory);
 
 }  // namespace
 }  // namespace effnet
-
-TRAINRUN_REGISTER(Classifier, "efficientnet_b0",
-                  "timm's EfficientNet-B0: MBConv stages with SE, SiLU, width 1.0 depth 1.0 (ImageNet mean/std, 224x224)",
-                  effnet::schema(), effnet::factory(effnet::kB0));
-TRAINRUN_REGISTER(Classifier, "efficientnet_b1",
-                  "timm's EfficientNet-B1: width 1.0 depth 1.1 (mean/std 0.5, 240x240, crop 0.9)",
-                  effnet::schema(), effnet::factory(effnet::kB1));
-TRAINRUN_REGISTER(Classifier, "efficientnet_b2",
-                  "timm's EfficientNet-B2: width 1.1 depth 1.2 (ImageNet mean/std, 256x256)",
-                  effnet::schema(), effnet::factory(effnet::kB2));
-TRAINRUN_REGISTER(Classifier, "efficientnet_b3",
-                  "timm's EfficientNet-B3: width 1.2 depth 1.4 (ImageNet mean/std, 288x288)",
-                  effnet::schema(), effnet::factory(effnet::kB3));
-TRAINRUN_REGISTER(Classifier, "mobilenetv3_large_100",
-                  "timm's MobileNetV3-Large 1.0: ReLU/hard-swish, hard-sigmoid SE, pooled conv_head (ImageNet mean/std, 224x224)",
-                  effnet::schema(), effnet::factory(effnet::mobilenetv3_large_100()));
 
 }  // namespace trainrun

@@ -31,9 +31,9 @@ nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int
 // A model's squeeze-excite flavour (timm's se_layer partial and the builder's se_from_exp).
 struct SEStyle {
   Gate gate = Gate::Sigmoid;
-  std::optional<Act> force_act;   // MobileNetV3: ReLU inside the SE whatever the block's activation
-  bool from_exp = false;          // ratio of the expanded channels (MobileNetV3) or of the block input
-  bool round_to_divisor = false;  // rd channels by round_channels (MobileNetV3) or Python's round
+  std::optional<Act> force_act{};  // MobileNetV3: ReLU inside the SE whatever the block's activation
+  bool from_exp = false;           // ratio of the expanded channels (MobileNetV3) or of the block input
+  bool round_to_divisor = false;   // rd channels by round_channels (MobileNetV3) or Python's round
 };
 
 // One built block's arguments, as timm's EfficientNetBuilder._make_block hands them over.

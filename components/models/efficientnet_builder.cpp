@@ -80,7 +80,7 @@ int64_t round_channels(int64_t channels, double multiplier) {
 }
 
 std::vector<std::vector<std::shared_ptr<Block>>> build_blocks(const Options& o, int64_t& in_chs) {
-  const ArchConfig& a = o.arch;
+  const EfficientNetArgs& a = o.arch;
   auto stages = decode_arch_def(a.arch_def, a.depth_multiplier);
   int64_t count = 0, index = 0;
   for (const auto& s : stages) count += int64_t(s.size());

@@ -17,21 +17,21 @@ namespace trainrun::effnet {
 enum class Head { EfficientNet, MobileNetV3 };
 
 // The architecture, as the arguments of timm's _gen_efficientnet / _gen_mobilenet_v3.
-struct ArchConfig {
+struct EfficientNetArgs {
   Head head = Head::EfficientNet;
-  std::vector<std::vector<std::string>> arch_def;
-  double channel_multiplier = 1.0, depth_multiplier = 1.0;
+  std::vector<std::vector<std::string>> arch_def{};  // timm's block strings, one list per stage
+  double channel_multiplier = 1.0;
+  double depth_multiplier = 1.0;
   int64_t stem_size = 32;
   bool fix_stem = false;        // stem channels not scaled by the width multiplier
-  int64_t num_features = 1280;  // conv_head's output channels (EfficientNet: width-scaled)
+  int64_t num_features = 1280;  // conv_head's output channels (EfficientNet: scaled by the width multiplier)
   Act act = Act::SiLU;          // the model's default activation
-  SEStyle se;
-  std::string published;        // model.pretrained: true (timm's default tag on the Hub)
-  InputConfig input;            // that tag's pretrained_cfg
+  SEStyle se{};
 };
 
 struct Options : TimmKeys {
-  ArchConfig arch;
+  EfficientNetArgs arch;
+  PretrainedCfg weights;
 };
 
 // timm's round_channels: a channel count under the width multiplier.

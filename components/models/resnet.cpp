@@ -1,13 +1,6 @@
-// The ResNet family, as timm's timm/models/resnet.py: one ResNet class, variants as data.
-//
-//   resnet18   = BasicBlock, [2, 2, 2, 2]                                     (torchvision's resnet18)
-//   resnet34   = BasicBlock, [3, 4, 6, 3]                                     (timm's, = torchvision's keys)
-//   resnet50   = Bottleneck, [3, 4, 6, 3]                                     (timm's, = torchvision's keys)
-//   resnet101  = Bottleneck, [3, 4, 23, 3]                                    (timm's, = torchvision's keys)
-//   resnet152  = Bottleneck, [3, 8, 36, 3]                                    (timm's, = torchvision's keys)
-//   resnet26d  = Bottleneck, [2, 2, 2, 2],  stem_type 'deep', stem_width 32, avg_down  (timm's)
-//   resnet50d  = Bottleneck, [3, 4, 6, 3],  stem_type 'deep', stem_width 32, avg_down  (timm's)
-//   resnet101d = Bottleneck, [3, 4, 23, 3], stem_type 'deep', stem_width 32, avg_down  (timm's)
+// The ResNet family, as timm's timm/models/resnet.py: one ResNet class, variants as data (kResNets,
+// each name's model_args) and their published weights' settings apart (kResNetCfgs, timm's
+// default_cfgs). resnet18 is torchvision's (its init, its weights); the others are timm's.
 //
 // Module names, registration order and construction order follow torchvision / timm, so the
 // state_dict keys are theirs (conv1.weight or conv1.0/1/3/4/6.*, bn1.*, layer1.0.conv1.weight,
@@ -18,6 +11,9 @@
 
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 
@@ -27,25 +23,24 @@ namespace {
 namespace nn = torch::nn;
 
 enum class BlockType { Basic, Bottleneck };
+enum class Stem { Plain, Deep };  // one 7x7 conv; or timm's stem_type 'deep', three 3x3 convs
+enum class Origin { Timm, Torchvision };  // whose model it is: its init and its name
 
-// The architecture, as the arguments of timm's @register_model functions.
-struct ResNetConfig {
+// The architecture, as the model_args of timm's @register_model functions.
+struct ResNetArgs {
   BlockType block = BlockType::Basic;
   std::array<int64_t, 4> layers{2, 2, 2, 2};
-  std::string stem_type;          // "" = one 7x7 conv; "deep" = 3x3 convs of stem_width, stem_width, 2*stem_width
-  int64_t stem_width = 64;
-  bool avg_down = false;          // shortcut = AvgPool2d(2) -> 1x1 conv -> BN, instead of a strided 1x1 conv
-  bool zero_init_last = false;    // default: torchvision's zero_init_residual=False, timm's zero_init_last=True
-  std::string published;          // model.pretrained: true (timm's default pretrained tag on the Hub)
-  // The published weights' pretrained_cfg (timm's default_cfgs entry for that tag).
-  std::string interpolation = "bilinear";
-  double crop_pct = 0.875;
-  int64_t input_size = 224;       // H = W
+  Stem stem = Stem::Plain;
+  int64_t stem_width = 32;  // the deep stem's convs: stem_width, stem_width, 2 * stem_width
+  bool avg_down = false;    // shortcut = AvgPool2d(2) -> 1x1 conv -> BN, instead of a strided 1x1 conv
+  // zero_init_last's default: timm's zero_init_last=True, torchvision's zero_init_residual=False.
+  Origin origin = Origin::Timm;
 };
 
 // What a recipe chooses on top of the architecture.
 struct ResNetOptions : TimmKeys {  // drop_rate: dropout before fc
-  ResNetConfig arch;
+  ResNetArgs arch;
+  PretrainedCfg weights;
   bool zero_init_last = false;
 };
 
@@ -153,12 +148,10 @@ nn::Sequential make_shortcut(int64_t in, int64_t out, int64_t stride, bool avg_d
 
 class ResNetImpl : public Classifier {
  public:
-  explicit ResNetImpl(const ResNetOptions& o)
-      : drop_rate_(o.drop_rate), published_(o.arch.published), interpolation_(o.arch.interpolation),
-        crop_pct_(o.arch.crop_pct), input_size_(o.arch.input_size) {
-    const ResNetConfig& a = o.arch;
-    int64_t inplanes = a.stem_type == "deep" ? a.stem_width * 2 : 64;
-    if (a.stem_type == "deep") {
+  explicit ResNetImpl(const ResNetOptions& o) : drop_rate_(o.drop_rate), weights_(o.weights) {
+    const ResNetArgs& a = o.arch;
+    int64_t inplanes = a.stem == Stem::Deep ? a.stem_width * 2 : 64;
+    if (a.stem == Stem::Deep) {
       // One push_back per layer: constructor arguments have no defined order, and each conv's
       // default init draws from the RNG, so the order decides the seeded weights.
       nn::Sequential stem;
@@ -209,20 +202,12 @@ class ResNetImpl : public Classifier {
     return fc_(x);
   }
 
-  InputConfig input_config() const override {
-    InputConfig in;
-    in.mean = {0.485, 0.456, 0.406};  // timm's IMAGENET_DEFAULT_*
-    in.std = {0.229, 0.224, 0.225};
-    in.input_size = {3, input_size_, input_size_};
-    in.interpolation = interpolation_;
-    in.crop_pct = crop_pct_;
-    return in;
-  }
+  InputConfig input_config() const override { return trainrun::input_config(weights_); }
   std::string classifier_pattern() const override { return "fc.*"; }
   std::vector<GroupRule> group_matcher() const override {
     return {{"stem", R"(^conv1|bn1|maxpool)"}, {"blocks", R"(^layer(\d+)\.(\d+))"}};  // timm's ResNet.group_matcher
   }
-  std::string published_weights() const override { return published_; }
+  std::string published_weights() const override { return hub_id(weights_); }
   bool prefers_channels_last() const override { return true; }
 
   // timm's ResNet.set_grad_checkpointing: checkpoint_seq([layer1, ..., layer4], flatten=True)
@@ -262,105 +247,73 @@ class ResNetImpl : public Classifier {
   std::array<bool, 4> checkpointed_{};  // train.activation_checkpointing, per stage
   CheckpointBlock checkpoint_;
   double drop_rate_;
-  std::string published_;
-  std::string interpolation_;
-  double crop_pct_;
-  int64_t input_size_;
+  PretrainedCfg weights_;
 };
 
-// torchvision's IMAGENET1K_V1 weights, as timm publishes them on the Hub (our resnet18 is
-// torchvision's architecture, so not timm's default resnet18.a1_in1k).
-ResNetConfig resnet18_config() {
-  ResNetConfig c;
-  c.published = "hf-hub:timm/resnet18.tv_in1k";
-  c.interpolation = "bilinear";  // timm's _cfg for resnet18.tv_in1k: torchvision's Resize(256), CenterCrop(224)
-  c.crop_pct = 0.875;
-  return c;
+// timm's @register_model functions: each name's model_args.
+const Variants<ResNetArgs> kResNets = {
+    {"resnet18", {.block = BlockType::Basic, .layers = {2, 2, 2, 2}, .origin = Origin::Torchvision}},
+    {"resnet34", {.block = BlockType::Basic, .layers = {3, 4, 6, 3}}},
+    {"resnet50", {.block = BlockType::Bottleneck, .layers = {3, 4, 6, 3}}},
+    {"resnet101", {.block = BlockType::Bottleneck, .layers = {3, 4, 23, 3}}},
+    {"resnet152", {.block = BlockType::Bottleneck, .layers = {3, 8, 36, 3}}},
+    {"resnet26d", {.block = BlockType::Bottleneck, .layers = {2, 2, 2, 2}, .stem = Stem::Deep, .avg_down = true}},
+    {"resnet50d", {.block = BlockType::Bottleneck, .layers = {3, 4, 6, 3}, .stem = Stem::Deep, .avg_down = true}},
+    {"resnet101d", {.block = BlockType::Bottleneck, .layers = {3, 4, 23, 3}, .stem = Stem::Deep, .avg_down = true}},
+};
+
+// timm's default_cfgs, the default tag of each name: the RSB recipes (a1 / a1h: crop_pct 0.95),
+// "bag of tricks" (bt), RandAugment (ra2: resnet101d's is trained and evaluated at 256x256).
+// resnet18 is torchvision's, so its IMAGENET1K_V1 weights as timm publishes them (tv_in1k: bilinear,
+// torchvision's Resize(256), CenterCrop(224)), not timm's default resnet18.a1_in1k. resnet50d's
+// test_crop_pct 0.95 is for 288x288 tests.
+const std::vector<PretrainedCfg> kResNetCfgs = {
+    {.tag = "resnet18.tv_in1k", .interpolation = "bilinear"},
+    {.tag = "resnet34.a1_in1k", .crop_pct = 0.95},
+    {.tag = "resnet50.a1_in1k", .crop_pct = 0.95},
+    {.tag = "resnet101.a1h_in1k", .crop_pct = 0.95},
+    {.tag = "resnet152.a1h_in1k", .crop_pct = 0.95},
+    {.tag = "resnet26d.bt_in1k"},
+    {.tag = "resnet50d.ra2_in1k"},
+    {.tag = "resnet101d.ra2_in1k", .input_size = 256, .crop_pct = 0.95},
+};
+
+// "timm's ResNet-50-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [3,4,6,3] (ImageNet
+// mean/std, 224x224)": the depth counts the convs on the main path and fc, "-D" is the deep stem
+// with average-pool shortcuts (Bag of Tricks' ResNet-D).
+std::string resnet_description(const ResNetArgs& a, const PretrainedCfg& weights) {
+  const bool bottleneck = a.block == BlockType::Bottleneck;
+  int64_t depth = 2;
+  for (int64_t n : a.layers) depth += n * (bottleneck ? 3 : 2);
+  std::string stem = a.stem == Stem::Deep ? fmt::format("deep 3x3 stem {0}/{0}/{1}", a.stem_width, 2 * a.stem_width)
+                                          : "7x7 stem";
+  return fmt::format("{}'s ResNet-{}{}: {}{}, {} [{}] ({})", a.origin == Origin::Timm ? "timm" : "torchvision", depth,
+                     a.stem == Stem::Deep && a.avg_down ? "-D" : "", stem, a.avg_down ? ", avg-pool shortcuts" : "",
+                     bottleneck ? "Bottleneck" : "BasicBlock", fmt::join(a.layers, ","), describe_input(weights));
 }
 
-ResNetConfig resnet50d_config() {
-  ResNetConfig c;
-  c.block = BlockType::Bottleneck;
-  c.layers = {3, 4, 6, 3};
-  c.stem_type = "deep";
-  c.stem_width = 32;
-  c.avg_down = true;
-  c.zero_init_last = true;
-  c.published = "hf-hub:timm/resnet50d.ra2_in1k";  // the first (default) resnet50d tag in timm's default_cfgs
-  c.interpolation = "bicubic";  // its _ttcfg: bicubic, crop_pct 0.875 (test_crop_pct 0.95 is for 288x288 tests)
-  c.crop_pct = 0.875;
-  return c;
-}
-
-// timm's own resnets: zero_init_last (its default), the published weights and their pretrained_cfg
-// (timm's default tag: `timm.create_model(NAME).pretrained_cfg`).
-ResNetConfig timm_resnet(BlockType block, std::array<int64_t, 4> layers, bool deep, const char* tag,
-                         double crop_pct, int64_t input_size = 224) {
-  ResNetConfig c;
-  c.block = block;
-  c.layers = layers;
-  if (deep) {  // the "D" variant: deep 3x3 stem 32/32/64 and average-pool shortcuts
-    c.stem_type = "deep";
-    c.stem_width = 32;
-    c.avg_down = true;
-  }
-  c.zero_init_last = true;
-  c.published = std::string("hf-hub:timm/") + tag;
-  c.interpolation = "bicubic";
-  c.crop_pct = crop_pct;
-  c.input_size = input_size;
-  return c;
-}
-
-// timm's default tags: the RSB recipes (a1 / a1h: bicubic, crop_pct 0.95), "bag of tricks" (bt),
-// RandAugment (ra2); resnet101d.ra2_in1k is trained and evaluated at 256x256.
-ResNetConfig resnet34_config() { return timm_resnet(BlockType::Basic, {3, 4, 6, 3}, false, "resnet34.a1_in1k", 0.95); }
-ResNetConfig resnet50_config() { return timm_resnet(BlockType::Bottleneck, {3, 4, 6, 3}, false, "resnet50.a1_in1k", 0.95); }
-ResNetConfig resnet101_config() { return timm_resnet(BlockType::Bottleneck, {3, 4, 23, 3}, false, "resnet101.a1h_in1k", 0.95); }
-ResNetConfig resnet152_config() { return timm_resnet(BlockType::Bottleneck, {3, 8, 36, 3}, false, "resnet152.a1h_in1k", 0.95); }
-ResNetConfig resnet26d_config() { return timm_resnet(BlockType::Bottleneck, {2, 2, 2, 2}, true, "resnet26d.bt_in1k", 0.875); }
-ResNetConfig resnet101d_config() {
-  return timm_resnet(BlockType::Bottleneck, {3, 4, 23, 3}, true, "resnet101d.ra2_in1k", 0.95, 256);
-}
-
-Schema resnet_schema(const ResNetConfig& arch) {
+Schema resnet_schema(const ResNetArgs& arch, const PretrainedCfg& /*weights*/) {
   Schema schema;
   add_timm_head_keys(schema, "torchvision / timm");
   return add_timm_drop_keys(schema, "dropout before fc (timm's drop_rate)")
-      .add("zero_init_last", Type::Bool, YAML::Node(arch.zero_init_last),
+      .add("zero_init_last", Type::Bool, YAML::Node(arch.origin == Origin::Timm),
            "start each residual block's last BN weight at zero (timm: true, torchvision: false)");
 }
 
-Kind<Classifier>::Factory resnet_factory(const ResNetConfig& arch) {
-  return [arch](const Config& c) -> std::shared_ptr<Classifier> {
+Kind<Classifier>::Factory resnet_factory(const ResNetArgs& arch, const PretrainedCfg& weights) {
+  return [arch, weights](const Config& c) -> std::shared_ptr<Classifier> {
     ResNetOptions o;
     o.arch = arch;
+    o.weights = weights;
     read_timm_keys(c, o);
     o.zero_init_last = c.get<bool>("zero_init_last");
     return std::make_shared<ResNetImpl>(o);
   };
 }
 
-}  // namespace
+[[maybe_unused]] const bool kResNetsRegistered =
+    register_variants(kResNets, kResNetCfgs, resnet_description, resnet_schema, resnet_factory);
 
-TRAINRUN_REGISTER(Classifier, "resnet18", "torchvision's ResNet-18: 7x7 stem, BasicBlock [2,2,2,2] (ImageNet mean/std, 224x224)",
-                  resnet_schema(resnet18_config()), resnet_factory(resnet18_config()));
-TRAINRUN_REGISTER(Classifier, "resnet50d",
-                  "timm's ResNet-50-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [3,4,6,3] (ImageNet mean/std, 224x224)",
-                  resnet_schema(resnet50d_config()), resnet_factory(resnet50d_config()));
-TRAINRUN_REGISTER(Classifier, "resnet34", "timm's ResNet-34: 7x7 stem, BasicBlock [3,4,6,3] (ImageNet mean/std, 224x224)",
-                  resnet_schema(resnet34_config()), resnet_factory(resnet34_config()));
-TRAINRUN_REGISTER(Classifier, "resnet50", "timm's ResNet-50: 7x7 stem, Bottleneck [3,4,6,3] (ImageNet mean/std, 224x224)",
-                  resnet_schema(resnet50_config()), resnet_factory(resnet50_config()));
-TRAINRUN_REGISTER(Classifier, "resnet101", "timm's ResNet-101: 7x7 stem, Bottleneck [3,4,23,3] (ImageNet mean/std, 224x224)",
-                  resnet_schema(resnet101_config()), resnet_factory(resnet101_config()));
-TRAINRUN_REGISTER(Classifier, "resnet152", "timm's ResNet-152: 7x7 stem, Bottleneck [3,8,36,3] (ImageNet mean/std, 224x224)",
-                  resnet_schema(resnet152_config()), resnet_factory(resnet152_config()));
-TRAINRUN_REGISTER(Classifier, "resnet26d",
-                  "timm's ResNet-26-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [2,2,2,2] (ImageNet mean/std, 224x224)",
-                  resnet_schema(resnet26d_config()), resnet_factory(resnet26d_config()));
-TRAINRUN_REGISTER(Classifier, "resnet101d",
-                  "timm's ResNet-101-D: deep 3x3 stem 32/32/64, avg-pool shortcuts, Bottleneck [3,4,23,3] (ImageNet mean/std, 256x256)",
-                  resnet_schema(resnet101d_config()), resnet_factory(resnet101d_config()));
+}  // namespace
 
 }  // namespace trainrun

@@ -3,9 +3,34 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 namespace trainrun {
+
+const PretrainedCfg& default_cfg(const std::vector<PretrainedCfg>& cfgs, const std::string& name) {
+  for (const auto& cfg : cfgs)
+    if (cfg.tag.rfind(name + ".", 0) == 0) return cfg;
+  throw std::logic_error("no published weights for model " + name + " in its family's default_cfgs");
+}
+
+std::string hub_id(const PretrainedCfg& cfg) { return "hf-hub:timm/" + cfg.tag; }
+
+InputConfig input_config(const PretrainedCfg& cfg) {
+  InputConfig in;
+  const bool inception = cfg.mean_std == MeanStd::Inception;
+  in.mean = inception ? std::vector<double>{0.5, 0.5, 0.5} : std::vector<double>{0.485, 0.456, 0.406};
+  in.std = inception ? std::vector<double>{0.5, 0.5, 0.5} : std::vector<double>{0.229, 0.224, 0.225};
+  in.input_size = {3, cfg.input_size, cfg.input_size};
+  in.interpolation = cfg.interpolation;
+  in.crop_pct = cfg.crop_pct;
+  return in;
+}
+
+std::string describe_input(const PretrainedCfg& cfg) {
+  const std::string size = std::to_string(cfg.input_size);
+  return (cfg.mean_std == MeanStd::Inception ? "mean/std 0.5, " : "ImageNet mean/std, ") + size + "x" + size;
+}
 
 Schema& add_timm_head_keys(Schema& schema, const std::string& key_names, const std::string& more) {
   return schema.add("num_classes", Type::Int, yaml("auto"), "output classes; auto = the dataset's")

@@ -1,13 +1,17 @@
 // What timm's families (ResNet, ConvNeXt, ViT, EfficientNet/MobileNetV3) share here: the recipe
-// keys every one takes and reads alike, and timm.layers' drop_path and trunc_normal_.
+// keys every one takes and reads alike, the shape of their published weights' settings (timm's
+// default_cfgs), and timm.layers' drop_path and trunc_normal_.
 #pragma once
 
+#include "components/models/model.h"
 #include "registry/registry.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace trainrun {
 
@@ -17,6 +21,43 @@ struct TimmKeys {
   double drop_rate = 0.0;       // dropout before the classifier (timm's drop_rate)
   double drop_path_rate = 0.0;  // stochastic depth (timm's drop_path_rate); each family spreads it over its blocks
 };
+
+// A family's variants, as its @register_model functions: each registered name and its model_args.
+template <class Args>
+using Variants = std::vector<std::pair<std::string, Args>>;
+
+enum class MeanStd { ImageNet, Inception };  // timm's IMAGENET_DEFAULT_MEAN/STD, IMAGENET_INCEPTION_MEAN/STD (0.5)
+
+// One entry of a family's default_cfgs: the weights `model.pretrained: true` loads for a name (its
+// default tag) and the pretrained_cfg they were trained and evaluated with. Every tag here is an
+// ImageNet-1k classifier, so timm's num_classes (1000) is not repeated.
+struct PretrainedCfg {
+  std::string tag;  // NAME.TAG, published at hf-hub:timm/NAME.TAG
+  int64_t input_size = 224;  // H = W
+  double crop_pct = 0.875;
+  std::string interpolation = "bicubic";
+  MeanStd mean_std = MeanStd::ImageNet;
+};
+
+// The entry of `cfgs` whose tag is NAME.something: timm's default tag comes first in default_cfgs,
+// and a table here holds that one only.
+const PretrainedCfg& default_cfg(const std::vector<PretrainedCfg>& cfgs, const std::string& name);
+std::string hub_id(const PretrainedCfg& cfg);           // hf-hub:timm/NAME.TAG
+InputConfig input_config(const PretrainedCfg& cfg);     // mean, std, input size, the eval resize and crop
+std::string describe_input(const PretrainedCfg& cfg);   // "ImageNet mean/std, 224x224", ending a description
+
+// Registers each of a family's variants under its name, with the weights of its default tag in
+// `cfgs`: describe(args, weights) its description, made from the data; schema(args, weights) and
+// factory(args, weights) what TRAINRUN_REGISTER takes. Called once per family, at static init.
+template <class Args, class Describe, class MakeSchema, class MakeFactory>
+bool register_variants(const Variants<Args>& variants, const std::vector<PretrainedCfg>& cfgs, Describe describe,
+                       MakeSchema schema, MakeFactory factory) {
+  for (const auto& [name, args] : variants) {
+    const PretrainedCfg& weights = default_cfg(cfgs, name);
+    Registry<Classifier>::instance().add(name, describe(args, weights), schema(args, weights), factory(args, weights));
+  }
+  return true;
+}
 
 // num_classes (auto = the dataset's) and pretrained, the first keys `describe models/NAME` prints.
 // `key_names` says whose state_dict names a .safetensors file may use ("timm", "torchvision /

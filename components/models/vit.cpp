@@ -1,9 +1,6 @@
 // The Vision Transformer family, as timm's timm/models/vision_transformer.py with its defaults:
-// one VisionTransformer class, variants as data.
-//
-//   vit_tiny_patch16_224  = patch 16, embed_dim 192, depth 12, heads 3
-//   vit_small_patch16_224 = patch 16, embed_dim 384, depth 12, heads 6
-//   vit_base_patch16_224  = patch 16, embed_dim 768, depth 12, heads 12
+// one VisionTransformer class, variants as data (kViTs, each name's model_args) and their published
+// weights' settings apart (kViTCfgs, timm's default_cfgs).
 //
 // A class token, a learned position embedding that covers it (timm's no_embed_class=False), pre-norm
 // blocks (LayerNorm eps 1e-6, qkv with bias, exact GELU, no LayerScale), a final norm and the
@@ -16,6 +13,8 @@
 
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -25,19 +24,19 @@ namespace {
 
 namespace nn = torch::nn;
 
-// The architecture, as the arguments of timm's @register_model functions.
-struct ViTConfig {
+// The architecture, as the model_args of timm's @register_model functions.
+struct ViTArgs {
   int64_t patch_size = 16;
   int64_t embed_dim = 768;
   int64_t depth = 12;
   int64_t num_heads = 12;
   double mlp_ratio = 4.0;
-  std::string published;  // model.pretrained: true (timm's default pretrained tag on the Hub)
 };
 
 // What a recipe chooses on top of the architecture.
 struct ViTOptions : TimmKeys {  // drop_rate: dropout before head (timm's head_drop)
-  ViTConfig arch;
+  ViTArgs arch;
+  PretrainedCfg weights;
   int64_t img_size = 224;       // timm's img_size: the input's height and width, the grid of pos_embed
 };
 
@@ -83,7 +82,7 @@ TORCH_MODULE(ViTMlp);
 // timm's vision_transformer.Block: x + attn(norm1(x)), then x + mlp(norm2(x)).
 class ViTBlockImpl : public nn::Module {
  public:
-  ViTBlockImpl(const ViTConfig& a, double drop_path)
+  ViTBlockImpl(const ViTArgs& a, double drop_path)
       : norm1(register_module("norm1", vit_layer_norm(a.embed_dim))),
         attn(register_module("attn", ViTAttention(a.embed_dim, a.num_heads))),
         norm2(register_module("norm2", vit_layer_norm(a.embed_dim))),
@@ -119,7 +118,7 @@ at::Tensor vit_resample_pos_embed(const at::Tensor& posemb, int64_t grid, int64_
 class VisionTransformerImpl : public Classifier {
  public:
   explicit VisionTransformerImpl(const ViTOptions& o)
-      : arch_(o.arch), img_size_(o.img_size), grid_(o.img_size / o.arch.patch_size), drop_rate_(o.drop_rate) {
+      : arch_(o.arch), weights_(o.weights), img_size_(o.img_size), grid_(o.img_size / o.arch.patch_size), drop_rate_(o.drop_rate) {
     const int64_t dim = arch_.embed_dim;
     patch_embed_ = register_module("patch_embed", std::make_shared<nn::Module>());
     proj_ = patch_embed_->register_module(
@@ -152,14 +151,10 @@ class VisionTransformerImpl : public Classifier {
     return head_(x);
   }
 
-  // timm's _cfg for the default tags: Inception mean/std (0.5), bicubic, crop_pct 0.9, at img_size.
+  // The weights' pretrained_cfg at img_size, the only size the position embedding takes.
   InputConfig input_config() const override {
-    InputConfig in;
-    in.mean = {0.5, 0.5, 0.5};
-    in.std = {0.5, 0.5, 0.5};
+    InputConfig in = trainrun::input_config(weights_);
     in.input_size = {3, img_size_, img_size_};
-    in.interpolation = "bicubic";
-    in.crop_pct = 0.9;
     in.fixed_input_size = true;
     return in;
   }
@@ -169,7 +164,7 @@ class VisionTransformerImpl : public Classifier {
   std::vector<GroupRule> group_matcher() const override {
     return {{"stem", R"(^cls_token|reg_token|pos_embed|patch_embed)"}, {"blocks", R"(^blocks\.(\d+))"}, {"blocks", R"(^norm)", {99999}}};
   }
-  std::string published_weights() const override { return arch_.published; }
+  std::string published_weights() const override { return hub_id(weights_); }
 
   // timm's set_grad_checkpointing: checkpoint_seq(self.blocks) recomputes each block on its own.
   std::vector<std::string> checkpoint_stages() const override { return {"blocks"}; }
@@ -207,7 +202,8 @@ class VisionTransformerImpl : public Classifier {
     }
   }
 
-  ViTConfig arch_;
+  ViTArgs arch_;
+  PretrainedCfg weights_;
   int64_t img_size_;
   int64_t grid_;
   double drop_rate_;
@@ -221,45 +217,51 @@ class VisionTransformerImpl : public Classifier {
   CheckpointBlock checkpoint_;
 };
 
-ViTConfig vit_config(int64_t embed_dim, int64_t num_heads, std::string published) {
-  ViTConfig c;
-  c.embed_dim = embed_dim;
-  c.num_heads = num_heads;
-  c.published = std::move(published);
-  return c;
+// timm's @register_model functions: each name's model_args.
+const Variants<ViTArgs> kViTs = {
+    {"vit_tiny_patch16_224", {.patch_size = 16, .embed_dim = 192, .depth = 12, .num_heads = 3}},
+    {"vit_small_patch16_224", {.patch_size = 16, .embed_dim = 384, .depth = 12, .num_heads = 6}},
+    {"vit_base_patch16_224", {.patch_size = 16, .embed_dim = 768, .depth = 12, .num_heads = 12}},
+};
+
+// timm's default_cfgs, the default tag of each name (its _cfg: Inception mean/std, bicubic,
+// crop_pct 0.9).
+const std::vector<PretrainedCfg> kViTCfgs = {
+    {.tag = "vit_tiny_patch16_224.augreg_in21k_ft_in1k", .crop_pct = 0.9, .mean_std = MeanStd::Inception},
+    {.tag = "vit_small_patch16_224.augreg_in21k_ft_in1k", .crop_pct = 0.9, .mean_std = MeanStd::Inception},
+    {.tag = "vit_base_patch16_224.augreg2_in21k_ft_in1k", .crop_pct = 0.9, .mean_std = MeanStd::Inception},
+};
+
+std::string vit_description(const ViTArgs& a, const PretrainedCfg& weights) {
+  return fmt::format("timm's ViT: {0}x{0} patches, embed {1}, {2} blocks, {3} heads, class token ({4})", a.patch_size,
+                     a.embed_dim, a.depth, a.num_heads, describe_input(weights));
 }
 
-// The first (default) tag of each name in timm's default_cfgs.
-ViTConfig vit_tiny_config() { return vit_config(192, 3, "hf-hub:timm/vit_tiny_patch16_224.augreg_in21k_ft_in1k"); }
-ViTConfig vit_small_config() { return vit_config(384, 6, "hf-hub:timm/vit_small_patch16_224.augreg_in21k_ft_in1k"); }
-ViTConfig vit_base_config() { return vit_config(768, 12, "hf-hub:timm/vit_base_patch16_224.augreg2_in21k_ft_in1k"); }
-
-Schema vit_schema() {
+// img_size defaults to the size the published weights were trained at.
+Schema vit_schema(const ViTArgs& arch, const PretrainedCfg& weights) {
   Schema schema;
+  const std::string patch = std::to_string(arch.patch_size);
   add_timm_head_keys(schema, "timm", "; a pos_embed of another grid is resampled (timm's bicubic)")
-      .add("img_size", Type::Int, yaml("224"), "input height and width (timm's img_size); pos_embed has one entry per "
-           "16x16 patch, pretrained ones are resampled to it")
-      .min(16);
+      .add("img_size", Type::Int, yaml(std::to_string(weights.input_size).c_str()),
+           "input height and width (timm's img_size); pos_embed has one entry per " + patch + "x" + patch +
+               " patch, pretrained ones are resampled to it")
+      .min(arch.patch_size);
   return add_timm_drop_keys(schema, "dropout before head (timm's drop_rate)");
 }
 
-Kind<Classifier>::Factory vit_factory(const ViTConfig& arch) {
-  return [arch](const Config& c) -> std::shared_ptr<Classifier> {
+Kind<Classifier>::Factory vit_factory(const ViTArgs& arch, const PretrainedCfg& weights) {
+  return [arch, weights](const Config& c) -> std::shared_ptr<Classifier> {
     ViTOptions o;
     o.arch = arch;
+    o.weights = weights;
     read_timm_keys(c, o);
     o.img_size = c.get<int64_t>("img_size");
     return std::make_shared<VisionTransformerImpl>(o);
   };
 }
 
-}  // namespace
+[[maybe_unused]] const bool kViTsRegistered = register_variants(kViTs, kViTCfgs, vit_description, vit_schema, vit_factory);
 
-TRAINRUN_REGISTER(Classifier, "vit_tiny_patch16_224", "timm's ViT-Ti/16: embed 192, 12 blocks, 3 heads, class token (mean/std 0.5, 224x224)",
-                  vit_schema(), vit_factory(vit_tiny_config()));
-TRAINRUN_REGISTER(Classifier, "vit_small_patch16_224", "timm's ViT-S/16: embed 384, 12 blocks, 6 heads, class token (mean/std 0.5, 224x224)",
-                  vit_schema(), vit_factory(vit_small_config()));
-TRAINRUN_REGISTER(Classifier, "vit_base_patch16_224", "timm's ViT-B/16: embed 768, 12 blocks, 12 heads, class token (mean/std 0.5, 224x224)",
-                  vit_schema(), vit_factory(vit_base_config()));
+}  // namespace
 
 }  // namespace trainrun
