@@ -1,6 +1,7 @@
 #include "runner/recipe/preflight.h"
 
 #include "components/callbacks/callback.h"
+#include "components/callbacks/checkpoint_format.h"
 #include "runner/io/checkpoint.h"
 
 #include <torch/torch.h>
@@ -110,7 +111,7 @@ void check_resume_fits(const Job& job) {
   for (int64_t e = 1; e <= saved.epoch_index; ++e)
     if (freeze_changes_at(job, e)) return;
   auto optimizer = build_optimizer(job);
-  const std::string file = (std::filesystem::path(*from) / "optimizer.pt").string();
+  const std::string file = (std::filesystem::path(*from) / kOptimizerFile).string();
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(file);
