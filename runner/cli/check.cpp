@@ -5,6 +5,7 @@
 #include "components/data/download.h"
 #include "components/data/webdataset.h"
 #include "runner/logging/logging.h"
+#include "runner/recipe/param_groups.h"
 #include "runner/recipe/preflight.h"
 #include "runner/recipe/resolve.h"
 #include "runner/recipe/resume_plan.h"
@@ -73,7 +74,7 @@ void print_param_groups(const Job& job) {
   const YAML::Node opt = job.recipe.root["optimizer"];
   // A plugin's optimizer may have neither key.
   const double lr = opt["lr"] ? opt["lr"].as<double>() : 0.0, wd = opt["weight_decay"] ? opt["weight_decay"].as<double>() : 0.0;
-  ParamGroups plan = plan_param_groups(job, job.trainable());
+  ParamGroups plan = job_param_groups(job, job.trainable());
   std::cout << "optimizer: " << opt["name"].as<std::string>() << ", " << plan.size() << " parameter group"
             << (plan.size() == 1 ? "" : "s") << "\n";
   std::cout << fmt::format("  {:<24} {:>7} {:>12} {:>9} {:>12} {:>12}\n", "group", "tensors", "parameters", "lr_scale", "lr",

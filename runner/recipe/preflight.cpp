@@ -3,6 +3,7 @@
 #include "components/callbacks/callback.h"
 #include "components/callbacks/checkpoint_format.h"
 #include "runner/io/checkpoint.h"
+#include "runner/recipe/freeze.h"
 
 #include <torch/torch.h>
 

@@ -3,6 +3,7 @@
 #include "components/callbacks/checkpoint_format.h"
 #include "runner/io/weights.h"
 #include "runner/logging/logging.h"
+#include "runner/recipe/freeze.h"
 #include "runner/train/activation_checkpointing.h"
 #include "runner/train/autocast.h"
 #include "runner/train/loss_sums.h"
