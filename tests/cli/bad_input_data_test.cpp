@@ -1,6 +1,6 @@
 // Bad inputs of the data (docs/reference/bad-inputs.md; the fixture: bad_input.h): missing or
 // empty dataset folders, truncated files, undecodable images, WebDataset shards, one class.
-#include "cli/bad_input.h"
+#include "bad_input.h"
 
 namespace trainrun::bad_input {
 namespace {

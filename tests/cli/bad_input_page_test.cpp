@@ -1,5 +1,5 @@
 // docs/reference/bad-inputs.md and the BadInput tests (bad_input_*_test.cpp) name the same rows.
-#include "cli/bad_input.h"
+#include "bad_input.h"
 
 namespace trainrun::bad_input {
 namespace {

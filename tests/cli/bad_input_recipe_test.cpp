@@ -1,6 +1,6 @@
 // Bad inputs of the recipe and the command line (docs/reference/bad-inputs.md; the fixture:
 // bad_input.h): syntax, misspelt keys and values, base recipes, overrides, registry names.
-#include "cli/bad_input.h"
+#include "bad_input.h"
 
 namespace trainrun::bad_input {
 namespace {

@@ -1,7 +1,7 @@
 // Bad inputs met once a run has started (docs/reference/bad-inputs.md; the fixture:
 // bad_input.h): the run folder, the launcher and its ports, the loss, the output folder, signals,
 // a killed rank, resuming with another optimizer.
-#include "cli/bad_input.h"
+#include "bad_input.h"
 
 namespace trainrun::bad_input {
 namespace {

@@ -1,6 +1,6 @@
 // Bad inputs of the files a model reads (docs/reference/bad-inputs.md; the fixture:
 // bad_input.h): weights, safetensors, the Hub's config.json, labels.json, images to predict.
-#include "cli/bad_input.h"
+#include "bad_input.h"
 
 namespace trainrun::bad_input {
 namespace {
