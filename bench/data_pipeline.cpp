@@ -16,8 +16,8 @@
 // which is nearly all entropy decoding (every row down to the box's must be entropy-decoded).
 #include "bench/photos.h"
 #include "components/data/image.h"
-#include "components/data/image_files.h"
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
+#include "components/data/sources/image_files.h"
 
 #include <torch/torch.h>
 

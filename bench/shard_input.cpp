@@ -28,7 +28,7 @@
 // Needs build/trainrun (`trainrun shards`).
 #include "bench/photos.h"
 #include "components/data/dataset.h"
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
 #include "registry/registry.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
-// The IDX reader (MNIST / Fashion-MNIST files, raw or gzip): components/data/idx.cpp.
+// The IDX reader (MNIST / Fashion-MNIST files, raw or gzip): components/data/sources/idx.cpp.
 #include "components/data/dataset.h"
-#include "components/data/idx.h"
+#include "components/data/sources/idx.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -65,7 +65,7 @@ def tar(members, fmt=None):
 
 
 def shard_seeds():
-    """shard: WebDataset shards (webdataset.cpp's ShardReader): samples of png/cls/json fields, odd
+    """shard: WebDataset shards (shards/tar_samples.cpp's ShardReader): samples of png/cls/json fields, odd
     names, a PAX long name, a gzip shard, a truncated one, a duplicate field."""
     import tarfile
     png = io.BytesIO()

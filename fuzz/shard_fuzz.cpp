@@ -1,8 +1,8 @@
-// WebDataset shards (components/data/webdataset.cpp): a shard is read whole as samples, then
+// WebDataset shards (components/data/shards/tar_samples.cpp): a shard is read whole as samples, then
 // reopened at the first few samples' offsets, as a resumed run reopens it; named .tar (reopened by
 // seeking) and .tar.gz (read from the start, the samples before the offset passed over). A shard
 // may be turned down only with a ShardError (one line naming it).
-#include "components/data/webdataset.h"
+#include "components/data/shards/webdataset.h"
 #include "fuzz/fuzz_util.h"
 
 #include <vector>

@@ -1,4 +1,4 @@
-// The STL-10 binary reader (components/data/stl10.cpp) through the registry, as a recipe builds
+// The STL-10 binary reader (components/data/sources/stl10.cpp) through the registry, as a recipe builds
 // it: the input starts with four lengths (4 bytes each, little-endian, the low 20 bits count) of
 // train_X.bin, train_y.bin, test_X.bin and test_y.bin, then their bytes; what is left is
 // class_names.txt (none when nothing is left). Every example of both splits is read.

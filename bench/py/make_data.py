@@ -2,7 +2,7 @@
 
   stl10 ROOT --train N --test M   ROOT/train_X.bin ... in STL-10's binary layout: per image 3 planes
                                   (R, G, B) of 96x96 uint8, each plane column-major; labels one
-                                  byte each, 1..10 (components/data/stl10.cpp reads it so).
+                                  byte each, 1..10 (components/data/sources/stl10.cpp reads it so).
   pets ROOT --images N            N 500x375 JPEG "photos" named like Oxford-IIIT Pet's files
                                   (Abyssinian_1.jpg, beagle_1.jpg, ...; 4 breeds): smooth colour
                                   fields plus sensor-like noise, so that they decode and compress

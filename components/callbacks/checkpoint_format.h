@@ -26,7 +26,7 @@ constexpr const char* kStateFile = "trainer_state.json";
 // "trainrun" key, which transformers refuses (TrainerState(**json) takes its fields only); they
 // are still read.
 constexpr const char* kResumeFile = "trainrun_state.json";
-// Where each rank's shard streams stood (webdataset runs only; components/data/loader.h).
+// Where each rank's shard streams stood (webdataset runs only; components/data/loader/loader.h).
 constexpr const char* kLoaderStateFile = "loader_state.json";
 
 // What a file is to the folder: which ones make it a checkpoint at all, which are the trainer's

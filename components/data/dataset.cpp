@@ -1,17 +1,26 @@
 #include "components/data/dataset.h"
 
+#include "components/data/streaming_dataset.h"
+
 #include <algorithm>
-#include <stdexcept>
 
 namespace trainrun {
 
-Example Dataset::from_sample(const wds::RawSample&, const RegionPicker*) const {
-  throw std::logic_error("from_sample: not a streaming dataset");
+Example Dataset::get_region(std::size_t index, const RegionPicker& pick) const {
+  Example ex = get(index);
+  CropBox b = pick(ex.image.size(0), ex.image.size(1));
+  ex.image = ex.image.narrow(0, b.top, b.height).narrow(1, b.left, b.width);
+  return ex;
+}
+
+const StreamingDataset* streaming_source(const Dataset& d) {
+  if (const auto* subset = dynamic_cast<const Subset*>(&d)) return streaming_source(subset->base());
+  return dynamic_cast<const StreamingDataset*>(&d);
 }
 
 std::vector<int64_t> class_counts(const Dataset& d, int64_t num_classes) {
   // Counting would read every shard: a stream has no label index.
-  if (d.shards())
+  if (streaming_source(d))
     throw DataError("per-class counts (data.sampler: weighted, loss class_weight: auto) need a dataset of files; "
                     "webdataset shards are read as streams");
   std::vector<int64_t> counts(std::size_t(std::max<int64_t>(num_classes, 0)), 0);

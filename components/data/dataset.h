@@ -2,6 +2,7 @@
 // tensors (what a decoder gives); transforms take them from there.
 #pragma once
 
+#include "components/data/data_error.h"
 #include "components/data/image.h"
 #include "registry/registry.h"
 
@@ -13,11 +14,6 @@
 #include <vector>
 
 namespace trainrun {
-
-namespace wds {
-struct RawSample;
-struct ShardSet;
-}
 
 struct Example {
   at::Tensor image;  // uint8, H x W x C
@@ -36,12 +32,6 @@ class Dataset {
   // The file the example is read from, when it is one whole image file (image folders):
   // `trainrun shards` copies its bytes rather than re-encoding the pixels.
   virtual std::optional<std::string> source_file(std::size_t index) const { return std::nullopt; }
-  // A dataset read as a stream of tar shards (webdataset): the loader reads the shards in order
-  // (components/data/webdataset.h) instead of asking for examples by index; size() is the
-  // declared epoch length.
-  virtual const wds::ShardSet* shards() const { return nullptr; }
-  // A streaming dataset's sample as an example (its image cropped to `pick`'s box when given).
-  virtual Example from_sample(const wds::RawSample& sample, const RegionPicker* pick) const;
 };
 
 // What a dataset entry builds: a train and an eval split, and the class names.
@@ -50,24 +40,6 @@ struct DatasetSplits {
   std::shared_ptr<const Dataset> eval;
   std::vector<std::string> classes;
   std::string eval_split_name = "test";
-};
-
-// Thrown for problems with the data on disk; the message names the file at fault.
-struct DataError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// The dataset's folder (its `key` parameter, e.g. root) is not there: `trainrun check` then
-// reports what does not need the data before this line.
-struct MissingDataFolder : DataError {
-  MissingDataFolder(std::string key_, const std::string& what) : DataError(what), key(std::move(key_)) {}
-  std::string key;
-};
-
-// One example's file cannot be read or decoded. The loader skips the example (and warns) or
-// stops the run, as `data.on_bad_file` says.
-struct UnreadableFile : DataError {
-  using DataError::DataError;
 };
 
 // Examples per class, counts[c] for labels 0 .. num_classes - 1, from label(i): no image is
@@ -81,7 +53,8 @@ struct Kind<Dataset> {
   using Factory = std::function<DatasetSplits(const Config&)>;
 };
 
-// The first `limit` examples of another dataset (data.max_train_samples & co).
+// The first `limit` examples of another dataset (data.max_train_samples & co). Of a streaming
+// dataset (streaming_dataset.h), the first `limit` samples of its stream.
 class Subset : public Dataset {
  public:
   Subset(std::shared_ptr<const Dataset> base, std::size_t limit) : base_(std::move(base)), size_(limit) {}
@@ -90,8 +63,7 @@ class Subset : public Dataset {
   Example get_region(std::size_t i, const RegionPicker& pick) const override { return base_->get_region(i, pick); }
   int64_t label(std::size_t i) const override { return base_->label(i); }
   std::optional<std::string> source_file(std::size_t i) const override { return base_->source_file(i); }
-  const wds::ShardSet* shards() const override { return base_->shards(); }
-  Example from_sample(const wds::RawSample& s, const RegionPicker* pick) const override { return base_->from_sample(s, pick); }
+  const Dataset& base() const { return *base_; }
 
  private:
   std::shared_ptr<const Dataset> base_;

@@ -1,7 +1,7 @@
 #include "components/data/image.h"
 
 #include "components/data/cv_tensor.h"
-#include "components/data/dataset.h"
+#include "components/data/data_error.h"
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -20,13 +20,6 @@
 #include <jpeglib.h>
 
 namespace trainrun {
-
-Example Dataset::get_region(std::size_t index, const RegionPicker& pick) const {
-  Example ex = get(index);
-  CropBox b = pick(ex.image.size(0), ex.image.size(1));
-  ex.image = ex.image.narrow(0, b.top, b.height).narrow(1, b.left, b.width);
-  return ex;
-}
 
 namespace {
 

@@ -1,12 +1,12 @@
 // A dataset plugin (datasets/csv_images): image files listed in CSV files, one `path,label` row
 // each under a `path,label` header; a path relative to its CSV's folder, a label a class name.
 // The classes are the training CSV's labels, sorted; the images are decoded as the built-in
-// folder datasets decode them (components/data/image_files.h: OpenCV inside libtrainrun, PIL's
+// folder datasets decode them (components/data/sources/image_files.h: OpenCV inside libtrainrun, PIL's
 // channel order, decoded only when the loader asks). Bad rows are DataErrors naming file:line.
 //
 //   data:
 //     dataset: {name: csv_images, train: data/train.csv, eval: data/eval.csv, channels: 1}
-#include "components/data/image_files.h"
+#include "components/data/sources/image_files.h"
 
 #include <algorithm>
 #include <filesystem>

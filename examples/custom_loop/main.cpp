@@ -3,7 +3,7 @@
 //
 //   build/custom_loop /usr/share/datasets/fashion-mnist
 //   torchrun --nproc_per_node 2 build/custom_loop /usr/share/datasets/fashion-mnist
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
 #include "components/models/model.h"
 #include "runner/distributed/accelerator.h"
 

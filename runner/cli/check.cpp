@@ -2,8 +2,9 @@
 // a run would do (or its learning-rate schedule) without training.
 #include "runner/cli/commands.h"
 
-#include "components/data/download.h"
-#include "components/data/webdataset.h"
+#include "components/data/shards/webdataset.h"
+#include "components/data/sources/torchvision_download.h"
+#include "components/data/streaming_dataset.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/param_groups.h"
 #include "runner/recipe/preflight.h"
@@ -323,9 +324,10 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
             << " classes, " << thousands(int64_t(job.data.train->size())) << " train / "
             << thousands(int64_t(job.data.eval->size())) << " " << job.data.eval_split_name << " examples\n";
   int64_t unopened = 0;
-  if (const wds::ShardSet* train = job.data.train->shards()) {
-    unopened += print_shards("train", *train, world);
-    if (const wds::ShardSet* eval = job.data.eval->shards()) unopened += print_shards(job.data.eval_split_name, *eval, world);
+  if (const StreamingDataset* train = streaming_source(*job.data.train)) {
+    unopened += print_shards("train", train->shards(), world);
+    if (const StreamingDataset* eval = streaming_source(*job.data.eval))
+      unopened += print_shards(job.data.eval_split_name, eval->shards(), world);
   } else {
     std::cout << "  train class counts: " << class_counts_line(*job.data.train, job.data.classes) << "\n";
     std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts_line(*job.data.eval, job.data.classes)

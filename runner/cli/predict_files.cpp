@@ -1,7 +1,7 @@
 // predict's inputs and --output file (predict_files.h).
 #include "runner/cli/predict_files.h"
 
-#include "components/data/image_files.h"
+#include "components/data/sources/image_files.h"
 #include "support/durable_file.h"
 #include "support/errors.h"
 

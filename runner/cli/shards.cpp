@@ -1,10 +1,11 @@
 // `trainrun shards RECIPE.yaml [overrides] --output DIR [--max-count N] [--max-size 256MB]
 // [--seed S] [--no-shuffle]`: the recipe's data.dataset written once as WebDataset tar shards
-// (components/data/shard_writer.h): DIR/train-000000.tar ..., DIR/<eval split>-000000.tar ...,
+// (components/data/shards/shard_writer.h): DIR/train-000000.tar ..., DIR/<eval split>-000000.tar ...,
 // then DIR/sizes.json and DIR/classes.txt. Only the data is built: no model, no weights.
 #include "runner/cli/commands.h"
 
-#include "components/data/shard_writer.h"
+#include "components/data/shards/shard_writer.h"
+#include "components/data/streaming_dataset.h"
 #include "runner/recipe/resolve.h"
 
 #include <spdlog/spdlog.h>
@@ -49,7 +50,7 @@ int cmd_shards(const std::vector<std::string>& args, const std::string& output, 
   const RunConfig config = RunConfig::from(recipe.root);
   const DatasetSplits data = build_datasets(recipe, config.data);
   // Read by index, a stream of shards would be read again from its start for every sample.
-  if (data.train->shards())
+  if (streaming_source(*data.train))
     throw RecipeError("shards: data.dataset: " + config.data.dataset +
                       " is tar shards already; trainrun shards writes datasets read by index (image_folder, "
                       "pets_folder, mnist, ...)");

@@ -8,7 +8,7 @@
 //   at::Tensor all_preds = acc.gather_for_metrics(preds);  // every example exactly once
 #pragma once
 
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
 #include "components/models/model.h"
 #include "runner/distributed/world_config.h"
 #include "runner/distributed/world_info.h"

@@ -1,6 +1,6 @@
 #include "runner/recipe/class_balance.h"
 
-#include "components/data/sampler.h"
+#include "components/data/loader/sampler.h"
 #include "support/errors.h"
 
 #include <fmt/format.h>

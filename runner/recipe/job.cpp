@@ -4,7 +4,7 @@
 // rules over time freeze.cpp, the optimizer's groups param_groups.cpp.
 #include "runner/recipe/job.h"
 
-#include "components/data/download.h"
+#include "components/data/sources/torchvision_download.h"
 #include "runner/distributed/process_group.h"
 #include "runner/recipe/class_balance.h"
 #include "runner/recipe/fingerprint.h"

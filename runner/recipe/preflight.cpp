@@ -2,6 +2,7 @@
 
 #include "components/callbacks/callback.h"
 #include "components/callbacks/checkpoint_format.h"
+#include "components/data/streaming_dataset.h"
 #include "runner/io/checkpoint.h"
 #include "runner/recipe/freeze.h"
 
@@ -67,8 +68,8 @@ RunLength run_length(const Job& job, int64_t world_size) {
   const int64_t examples = int64_t(job.data.train->size()), batch = job.config.data.batch_size;
   const int64_t accum = job.config.train.grad_accum_steps;
   // A sampler pads to a multiple of the world size (DistributedSampler); shards are read as
-  // streams of num_samples / world each (components/data/loader.h).
-  r.examples_per_rank = job.data.train->shards() ? examples / world_size : (examples + world_size - 1) / world_size;
+  // streams of num_samples / world each (components/data/loader/loader.h).
+  r.examples_per_rank = streaming_source(*job.data.train) ? examples / world_size : (examples + world_size - 1) / world_size;
   r.batches_per_epoch = (r.examples_per_rank + batch - 1) / batch;
   r.steps_per_epoch = (r.batches_per_epoch + accum - 1) / accum;
   r.total_steps = r.steps_per_epoch * job.config.train.epochs;

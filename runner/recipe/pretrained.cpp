@@ -1,7 +1,7 @@
 // model.pretrained (pretrained.h).
 #include "runner/recipe/pretrained.h"
 
-#include "components/data/timm_eval.h"
+#include "components/data/transforms/timm_eval.h"
 #include "runner/io/weights.h"
 #include "support/download.h"
 #include "support/hf_hub.h"

@@ -13,7 +13,7 @@ namespace trainrun {
 // WeightsError for weights that do not fit, RecipeError for a spec that names none.
 void load_pretrained(Job& job, const JobOptions& options);
 
-// data.eval_transforms: model -> timm's eval pipeline (components/data/timm_eval.h) for the
+// data.eval_transforms: model -> timm's eval pipeline (components/data/transforms/timm_eval.h) for the
 // weights' pretrained_cfg: the config.json beside model.safetensors for hf-hub: weights (and
 // `true`), fetched through the Hub cache as the weights are, at the model's input_size where it
 // takes no other (fixed_input_size); the architecture's InputConfig for a local file or none.

@@ -1,6 +1,6 @@
 #include "runner/train/evaluate.h"
 
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
 #include "runner/train/autocast.h"
 
 #include <torch/torch.h>

@@ -3,9 +3,9 @@
 // same pixels): every op of RandAugment / TrivialAugmentWide / AutoAugment at several magnitudes,
 // ColorJitter's four adjustments, greyscale, Gaussian blur, rotation, affine and bicubic/nearest
 // resizing must be bit-identical. Then the transforms' parameter draws against their definitions.
-#include "components/data/augment.h"
-#include "components/data/pil_ops.h"
+#include "components/data/pil/pil_ops.h"
 #include "components/data/transform.h"
+#include "components/data/transforms/augment.h"
 #include "test_util.h"
 
 #include <torch/torch.h>

@@ -2,8 +2,8 @@
 // python3-torch (tests/py/mixup_ref.py) with the draw forced; the loader running them, the same
 // batches whatever the number of workers; soft targets through cross_entropy as torch's.
 #include "components/data/batch_transform.h"
-#include "components/data/loader.h"
-#include "components/data/mixup.h"
+#include "components/data/loader/loader.h"
+#include "components/data/transforms/mixup.h"
 #include "components/make_dataset.h"
 #include "components/optim/optim.h"
 #include "runner/recipe/job.h"

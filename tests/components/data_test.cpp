@@ -1,8 +1,8 @@
 // Datasets (stl10, pets_folder, image_folder), bad files, and the loader's determinism and
 // sharding. Every fixture is written by the test itself.
 #include "components/data/image.h"
-#include "components/data/image_files.h"
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
+#include "components/data/sources/image_files.h"
 #include "components/make_dataset.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
 // IDX parsing (MNIST's format), raw and gzip, and the errors a broken download gives.
 #include "components/data/dataset.h"
-#include "components/data/idx.h"
+#include "components/data/sources/idx.h"
 #include "registry/registry.h"
 
 #include "test_util.h"

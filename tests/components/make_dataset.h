@@ -2,7 +2,7 @@
 // A dataset built through the registry, as a recipe's data.dataset section builds it; an epoch
 // of a loader's batches.
 #include "components/data/dataset.h"
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
 #include "registry/registry.h"
 
 #include <yaml-cpp/yaml.h>

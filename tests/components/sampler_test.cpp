@@ -1,8 +1,8 @@
 // Sharding with torch.utils.data.DistributedSampler's semantics, and data.sampler: weighted with
 // WeightedRandomSampler's, checked against PyTorch.
-#include "components/data/sampler.h"
+#include "components/data/loader/sampler.h"
 
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
 #include "make_dataset.h"
 #include "registry/registry.h"
 #include "test_util.h"

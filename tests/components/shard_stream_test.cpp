@@ -1,8 +1,9 @@
-// The streams a webdataset epoch is read as (components/data/shard_stream.h): ranks and their
+// The streams a webdataset epoch is read as (components/data/shards/shard_stream.h): ranks and their
 // streams read disjoint shards that together cover the epoch, short ranks go on into resampled
 // shards so every rank delivers num_samples / world, and a stream rebuilt from its saved state
 // goes on with exactly the samples the original would have given.
-#include "components/data/shard_stream.h"
+#include "components/data/shards/shard_stream.h"
+#include "components/data/streaming_dataset.h"
 #include "components/make_dataset.h"
 #include "test_util.h"
 
@@ -23,7 +24,7 @@ class ShardStream : public ::testing::Test {
                                                 (dir / "shards") + "/val-000000.tar', num_samples: null, "
                                                 "shuffle: {shards: true, buffer: 30}, classes: null, image_key: '', "
                                                 "label_key: '', cache_dir: null, retries: 3, eval_split_name: val, channels: 3}");
-    set = std::shared_ptr<const wds::ShardSet>(data.train, data.train->shards());
+    set = std::shared_ptr<const wds::ShardSet>(data.train, &streaming_source(*data.train)->shards());
   }
   wds::StreamPlan plan(int64_t rank, int64_t world, int64_t stream, int64_t streams, int64_t epoch = 0) const {
     wds::StreamPlan p;

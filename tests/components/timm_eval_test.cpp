@@ -1,8 +1,8 @@
-// data.eval_transforms: model (components/data/timm_eval.h): the pipeline for a pretrained_cfg
+// data.eval_transforms: model (components/data/transforms/timm_eval.h): the pipeline for a pretrained_cfg
 // against timm's transforms_imagenet_eval re-derived on real torchvision (tests/py/timm_eval_ref.py),
 // and config.json read as timm reads it, with one clear message per bad key.
-#include "components/data/timm_eval.h"
 #include "components/data/transform.h"
+#include "components/data/transforms/timm_eval.h"
 #include "runner/recipe/recipe.h"
 #include "test_util.h"
 

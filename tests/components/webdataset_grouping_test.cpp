@@ -2,7 +2,7 @@
 // tar shards with odd names (Python's tarfile only), and tests/data/webdataset/expected.json is what
 // webdataset e0953f9's own tarfile_samples, base_plus_ext, tar_file_iterator and expand_urls gave on
 // them (the script's docstring says how to rerun it). Nothing here is our own idea of the rules.
-#include "components/data/webdataset.h"
+#include "components/data/shards/webdataset.h"
 #include "support/download.h"
 
 #include "test_util.h"

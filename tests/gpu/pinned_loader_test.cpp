@@ -3,7 +3,7 @@
 // out batches whose inputs and targets are page-locked, with and without worker threads, so the
 // trainer's .to(device, non_blocking=true) is an asynchronous copy.
 #include "gpu_util.h"
-#include "components/data/loader.h"
+#include "components/data/loader/loader.h"
 #include "runner/recipe/job.h"
 #include "runner/recipe/recipe.h"
 #include "runner/train/trainer.h"
