@@ -1,8 +1,8 @@
 #include "support/download.h"
 
+#include "support/curl_easy.h"
 #include "support/progress.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -10,13 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -47,76 +41,6 @@ std::string file_digest(const fs::path& path, const EVP_MD* md) {
   return hex;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
-}
-
-// --- libcurl plumbing -----------------------------------------------------------------------
-
-using Curl = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
-using Headers = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
-
-Curl new_curl(const std::string& url, const std::vector<std::string>& headers, Headers& list, char* errors) {
-  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  (void)initialised;
-  Curl curl(curl_easy_init(), curl_easy_cleanup);
-  for (const auto& h : headers) list.reset(curl_slist_append(list.release(), h.c_str()));
-  errors[0] = '\0';
-  CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get());
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errors);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "trainrun/" TRAINRUN_VERSION);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-  // A server that stops sending fails after 30 s instead of hanging the job.
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
-  return curl;
-}
-
-// The status line and headers of the last response (a redirect starts a new one).
-struct ResponseHead {
-  long status = 0;
-  std::string reason;
-  std::map<std::string, std::string> headers;
-};
-
-std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* head = static_cast<ResponseHead*>(user);
-  std::string line(data, size * n);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  if (line.rfind("HTTP/", 0) == 0) {
-    *head = ResponseHead{};
-    auto sp = line.find(' ');
-    if (sp != std::string::npos) {
-      head->status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
-      auto sp2 = line.find(' ', sp + 1);
-      if (sp2 != std::string::npos) head->reason = line.substr(sp2 + 1);
-    }
-  } else if (auto colon = line.find(':'); colon != std::string::npos) {
-    std::size_t v = line.find_first_not_of(" \t", colon + 1);
-    head->headers[lower(line.substr(0, colon))] = v == std::string::npos ? "" : line.substr(v);
-  }
-  return size * n;
-}
-
-std::string http_status_text(const ResponseHead& head) {
-  return head.reason.empty() ? fmt::format("HTTP {}", head.status) : fmt::format("HTTP {} {}", head.status, head.reason);
-}
-
-// "Couldn't connect to server (Failed to connect to 127.0.0.1 port 9 after 0 ms)": curl's text
-// for the code, then its detail without the repeat.
-std::string curl_failure(CURLcode code, const char* errors) {
-  std::string text = curl_easy_strerror(code), detail = errors;
-  std::string repeat = ": " + text;
-  if (detail.size() >= repeat.size() && detail.compare(detail.size() - repeat.size(), repeat.size(), repeat) == 0)
-    detail.resize(detail.size() - repeat.size());
-  return detail.empty() || detail == text ? text : text + " (" + detail + ")";
-}
-
 // --- one GET into <destination>.incomplete --------------------------------------------------
 
 struct Transfer {
@@ -126,7 +50,7 @@ struct Transfer {
   std::int64_t total = -1;
   std::int64_t written = 0;
   bool started = false, refused = false;
-  ResponseHead head;
+  http::ResponseHead head;
   ByteProgress* bar = nullptr;
 };
 
@@ -168,15 +92,15 @@ Outcome fetch_once(const DownloadRequest& r, const fs::path& incomplete, BytePro
   std::unique_ptr<FILE, Close> file(std::fopen(incomplete.c_str(), offset > 0 ? "ab" : "wb"));
   if (!file) return {CURLE_WRITE_ERROR, "cannot write " + incomplete.string() + ": " + std::strerror(errno)};
   char errors[CURL_ERROR_SIZE];
-  Headers list(nullptr, curl_slist_free_all);
-  Curl curl = new_curl(r.url, r.headers, list, errors);
+  http::Headers list(nullptr, curl_slist_free_all);
+  http::Curl curl = http::new_curl(r.url, r.headers, list, errors);
   Transfer t;
   t.curl = curl.get();
   t.file = file.get();
   t.offset = offset;
   t.bar = &bar;
   curl_easy_setopt(t.curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(t.curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(t.curl, CURLOPT_HEADERFUNCTION, http::on_header);
   curl_easy_setopt(t.curl, CURLOPT_HEADERDATA, &t.head);
   curl_easy_setopt(t.curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(t.curl, CURLOPT_WRITEDATA, &t);
@@ -191,14 +115,14 @@ Outcome fetch_once(const DownloadRequest& r, const fs::path& incomplete, BytePro
     file.reset();
     std::error_code ec;
     fs::remove(incomplete, ec);
-    return {code, http_status_text(t.head), /*resumable=*/true};
+    return {code, http::status_text(t.head), /*resumable=*/true};
   }
-  if (t.head.status >= 400 || t.refused) return {code, http_status_text(t.head)};
+  if (t.head.status >= 400 || t.refused) return {code, http::status_text(t.head)};
   if (code != CURLE_OK) {
     // The server closed before the end: what came is kept and the next request resumes it.
     bool resumable = t.written > 0 && (code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR ||
                                        code == CURLE_OPERATION_TIMEDOUT);
-    return {code, curl_failure(code, errors), resumable};
+    return {code, http::curl_failure(code, errors), resumable};
   }
   if (!flushed) return {CURLE_WRITE_ERROR, "cannot write " + incomplete.string() + ": " + std::strerror(errno)};
   bar.update(t.offset + t.written, t.offset + t.written, /*force=*/true);
@@ -246,11 +170,11 @@ void verify(const DownloadRequest& r, const fs::path& incomplete, const std::str
   }
   if (!r.md5.empty()) {
     std::string got = file_md5(incomplete);
-    if (got != lower(r.md5)) reject("md5 checksum", lower(r.md5), got);
+    if (got != http::lower(r.md5)) reject("md5 checksum", http::lower(r.md5), got);
   }
   if (!r.sha256.empty()) {
     std::string got = file_sha256(incomplete);
-    if (got != lower(r.sha256)) reject("sha256 checksum", lower(r.sha256), got);
+    if (got != http::lower(r.sha256)) reject("sha256 checksum", http::lower(r.sha256), got);
   }
 }
 
@@ -297,16 +221,16 @@ HttpResponse http_head(const std::string& url, const std::vector<std::string>& h
   std::vector<std::string> all = headers;
   all.push_back("Accept-Encoding: identity");  // the real size, not a compressed one
   char errors[CURL_ERROR_SIZE];
-  Headers list(nullptr, curl_slist_free_all);
-  Curl curl = new_curl(url, all, list, errors);
-  ResponseHead head;
+  http::Headers list(nullptr, curl_slist_free_all);
+  http::Curl curl = http::new_curl(url, all, list, errors);
+  http::ResponseHead head;
   curl_easy_setopt(curl.get(), CURLOPT_NOBODY, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, follow_redirects ? 1L : 0L);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 10L);  // huggingface_hub's HF_HUB_ETAG_TIMEOUT
-  curl_easy_setopt(curl.get(), CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl.get(), CURLOPT_HEADERFUNCTION, http::on_header);
   curl_easy_setopt(curl.get(), CURLOPT_HEADERDATA, &head);
   CURLcode code = curl_easy_perform(curl.get());
-  if (code != CURLE_OK) throw DownloadError("cannot reach " + url + ": " + curl_failure(code, errors));
+  if (code != CURLE_OK) throw DownloadError("cannot reach " + url + ": " + http::curl_failure(code, errors));
   HttpResponse out;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &out.status);
   out.headers = std::move(head.headers);
@@ -314,156 +238,6 @@ HttpResponse http_head(const std::string& url, const std::vector<std::string>& h
   curl_easy_getinfo(curl.get(), CURLINFO_EFFECTIVE_URL, &effective);
   out.url = effective ? effective : url;
   return out;
-}
-
-// --- a GET as a stream --------------------------------------------------------------------------
-
-namespace {
-
-struct HttpStreamState {
-  std::string url;
-  std::vector<std::string> headers;
-  std::int64_t offset = 0;
-  int retries = 0;
-  std::size_t capacity = 0;
-
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::string> chunks;  // received, not yet read
-  std::size_t buffered = 0;
-  std::size_t front_used = 0;  // bytes of chunks.front() already read
-  bool finished = false, stop = false;
-  std::string error;
-  int reconnections = 0;
-
-  // The receiving thread's own.
-  std::int64_t received = 0;  // bytes after `offset` put in the buffer, over every attempt
-  std::int64_t skip = 0;      // bytes of this response to drop (a server that ignored the Range)
-  bool started = false, refused = false;
-  ResponseHead head;
-  CURL* curl = nullptr;
-
-  void finish(std::string why) {
-    std::lock_guard<std::mutex> lock(mu);
-    finished = true;
-    error = std::move(why);
-    cv.notify_all();
-  }
-
-  static std::size_t on_data(char* data, std::size_t size, std::size_t n, void* user) {
-    auto* s = static_cast<HttpStreamState*>(user);
-    std::size_t bytes = size * n;
-    if (!s->started) {
-      s->started = true;
-      if (s->head.status >= 400) s->refused = true;
-      if (s->head.status == 200 && s->offset + s->received > 0) s->skip = s->offset + s->received;
-    }
-    if (s->refused) return bytes;  // an error page is not the body
-    std::size_t drop = std::size_t(std::min<std::int64_t>(s->skip, std::int64_t(bytes)));
-    s->skip -= std::int64_t(drop);
-    if (drop == bytes) return bytes;
-    std::unique_lock<std::mutex> lock(s->mu);
-    s->cv.wait(lock, [s] { return s->stop || s->buffered < s->capacity; });
-    if (s->stop) return 0;  // aborts the transfer
-    s->chunks.emplace_back(data + drop, bytes - drop);
-    s->buffered += bytes - drop;
-    s->received += std::int64_t(bytes - drop);
-    s->cv.notify_all();
-    return bytes;
-  }
-
-  void run() {
-    for (int attempt = 0;; ++attempt) {
-      char errors[CURL_ERROR_SIZE];
-      Headers list(nullptr, curl_slist_free_all);
-      std::vector<std::string> all = headers;
-      all.push_back("Accept-Encoding: identity");  // byte offsets of the file itself
-      Curl c = new_curl(url, all, list, errors);
-      curl = c.get();
-      started = refused = false;
-      skip = 0;
-      head = ResponseHead{};
-      curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-      curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-      curl_easy_setopt(curl, CURLOPT_HEADERDATA, &head);
-      curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-      curl_easy_setopt(curl, CURLOPT_WRITEDATA, this);
-      const std::int64_t from = offset + received;
-      std::string range = fmt::format("{}-", from);
-      if (from > 0) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-      CURLcode code = curl_easy_perform(curl);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (stop) return;
-      }
-      if (head.status >= 400 || refused) return finish(url + ": " + http_status_text(head));
-      if (code == CURLE_OK) return finish("");
-      if (attempt >= retries)
-        return finish(url + ": " + curl_failure(code, errors) + fmt::format(" (after {} reconnections)", attempt));
-      spdlog::warn("{}: {}; reconnecting from byte {}", url, curl_failure(code, errors), offset + received);
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        ++reconnections;
-        if (cv.wait_for(lock, std::chrono::milliseconds(200 << std::min(attempt, 6)), [this] { return stop; })) return;
-      }
-    }
-  }
-};
-
-}  // namespace
-
-HttpStream::HttpStream(std::string url, std::vector<std::string> headers, std::int64_t offset, int retries,
-                       std::size_t buffer_bytes)
-    : state_(std::make_shared<HttpStreamState>()) {
-  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  (void)initialised;
-  auto s = std::static_pointer_cast<HttpStreamState>(state_);
-  s->url = std::move(url);
-  s->headers = std::move(headers);
-  s->offset = offset;
-  s->retries = retries;
-  s->capacity = std::max<std::size_t>(buffer_bytes, 1);
-  std::thread([s] { s->run(); }).detach();
-}
-
-// The receiving thread holds the state too: told to stop, it returns at its next callback (or
-// when curl's own timeouts end a stalled connection) without anyone waiting for it.
-HttpStream::~HttpStream() {
-  auto* s = static_cast<HttpStreamState*>(state_.get());
-  std::lock_guard<std::mutex> lock(s->mu);
-  s->stop = true;
-  s->cv.notify_all();
-}
-
-std::size_t HttpStream::read(char* out, std::size_t n) {
-  HttpStreamState& s = *static_cast<HttpStreamState*>(state_.get());
-  std::unique_lock<std::mutex> lock(s.mu);
-  s.cv.wait(lock, [&] { return !s.chunks.empty() || s.finished; });
-  if (s.chunks.empty()) {
-    if (!s.error.empty()) throw DownloadError(s.error);
-    return 0;
-  }
-  std::size_t done = 0;
-  while (done < n && !s.chunks.empty()) {
-    const std::string& front = s.chunks.front();
-    std::size_t take = std::min(n - done, front.size() - s.front_used);
-    std::memcpy(out + done, front.data() + s.front_used, take);
-    done += take;
-    s.front_used += take;
-    if (s.front_used == front.size()) {
-      s.buffered -= front.size();
-      s.chunks.pop_front();
-      s.front_used = 0;
-    }
-  }
-  s.cv.notify_all();
-  return done;
-}
-
-int HttpStream::reconnections() const {
-  auto* s = static_cast<HttpStreamState*>(state_.get());
-  std::lock_guard<std::mutex> lock(s->mu);
-  return s->reconnections;
 }
 
 }  // namespace trainrun

@@ -4,30 +4,18 @@
 // its micro-batches consumed, every rank's loss sums).
 #pragma once
 
+// The file names and CheckpointError, which plugins have always reached through this header.
+#include "components/callbacks/checkpoint_format.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace trainrun {
-
-constexpr const char* kStateFile = "trainer_state.json";
-// Where each rank's shard streams stood (webdataset runs only; components/data/loader/loader.h).
-constexpr const char* kLoaderStateFile = "loader_state.json";
-// Checkpoints written before this file existed kept its content under trainer_state.json's
-// "trainrun" key, which transformers refuses (TrainerState(**json) takes its fields only); they
-// are still read.
-constexpr const char* kResumeFile = "trainrun_state.json";
-
-// A checkpoint that cannot be written (full disk, unwritable folder) or read: exit code 1.
-// Older checkpoints are left as they were.
-struct CheckpointError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // The run's length as the trainer counts it: DistributedSampler's padded shard per rank, its
 // batches, and k of them per optimizer step (the last group of an epoch may be partial).

@@ -6,6 +6,7 @@
 #include "components/data/sources/torchvision_download.h"
 #include "components/data/streaming_dataset.h"
 #include "runner/logging/logging.h"
+#include "runner/recipe/param_groups.h"
 #include "runner/recipe/preflight.h"
 #include "runner/recipe/resolve.h"
 #include "runner/recipe/resume_plan.h"
@@ -17,6 +18,7 @@
 
 #include <iostream>
 #include <map>
+#include <variant>
 
 namespace trainrun::cli {
 namespace {
@@ -74,7 +76,7 @@ void print_param_groups(const Job& job) {
   const YAML::Node opt = job.recipe.root["optimizer"];
   // A plugin's optimizer may have neither key.
   const double lr = opt["lr"] ? opt["lr"].as<double>() : 0.0, wd = opt["weight_decay"] ? opt["weight_decay"].as<double>() : 0.0;
-  ParamGroups plan = plan_param_groups(job, job.trainable());
+  ParamGroups plan = job_param_groups(job, job.trainable());
   std::cout << "optimizer: " << opt["name"].as<std::string>() << ", " << plan.size() << " parameter group"
             << (plan.size() == 1 ? "" : "s") << "\n";
   std::cout << fmt::format("  {:<24} {:>7} {:>12} {:>9} {:>12} {:>12}\n", "group", "tensors", "parameters", "lr_scale", "lr",
@@ -195,8 +197,6 @@ void print_world(const Job& job) {
             << (job.memory_format_reason.empty() ? "" : " (" + job.memory_format_reason + ")") << "\n";
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 // Parameters of the classifier head (the model's classifier_pattern): per class, when the model
 // was built with one (check without the data).
 int64_t head_parameters(const Job& job) {
@@ -222,27 +222,14 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
   Job job = build_job(std::move(recipe), options);
   if (auto_classes) job.recipe.root["model"]["num_classes"] = "auto";  // the one class is a stand-in
   const RunConfig& c = job.config;
-  std::shared_ptr<torch::optim::Optimizer> optimizer;
-  try {
-    optimizer = build_optimizer(job);
-  } catch (const c10::Error& e) {
-    throw RecipeError("optimizer: " + first_line(e.what_without_backtrace()));
-  }
   const int64_t total = steps_per_epoch * c.train.epochs;
-  std::shared_ptr<Scheduler> scheduler;
-  if (steps_per_epoch > 0) {
-    try {
-      scheduler = build_scheduler(job, *optimizer, total, steps_per_epoch);
-    } catch (const c10::Error& e) {
-      throw RecipeError("scheduler: " + first_line(e.what_without_backtrace()));
-    }
-  }
+  const CheckedOptimization o = checked_optimization(job, total, steps_per_epoch);
   if (schedule) {
-    if (!scheduler && missing) throw DataError(deferred);
-    if (!scheduler)
+    if (!o.scheduler && missing) throw DataError(deferred);
+    if (!o.scheduler)
       throw RecipeError("check --schedule: the run's length needs the data (" + deferred +
                         "); give --steps-per-epoch N, or `trainrun check --download`");
-    print_schedule(job, *optimizer, *scheduler, total);
+    print_schedule(job, *o.optimizer, *o.scheduler, total);
     return kExitOk;
   }
   if (!missing) std::cout << "note: " << deferred << "\n";
@@ -275,19 +262,18 @@ int check_without_data(const std::vector<std::string>& args, JobOptions options,
   return kExitBadInput;
 }
 
-}  // namespace
-
-// Without --download nothing is fetched: what a run would download is a note, and for a dataset
-// not here yet the report covers what does not need it (check_without_data).
-int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download, int64_t steps_per_epoch) {
+// The job `check` reports on (with the recipe's values and their origins in `loaded` for
+// --origin), or, for a dataset not here yet, the exit code of the report printed on what does not
+// need it (check_without_data).
+std::variant<Job, int> job_or_report_without_data(const std::vector<std::string>& args, bool schedule, bool origin,
+                                                  bool download, int64_t steps_per_epoch,
+                                                  std::vector<ValueOrigin>& loaded) {
   JobOptions options;
   options.download = download;
-  Job job;
-  std::vector<ValueOrigin> loaded;
   try {
     Recipe recipe = load_recipe_of(args);
     if (origin) loaded = recipe_values(recipe);
-    job = build_job(std::move(recipe), options);
+    return build_job(std::move(recipe), options);
   } catch (const MissingDataFolder& e) {
     // Everything that does not need the data, then the missing folder, exit 2 (a run's error).
     if (origin) throw;
@@ -301,6 +287,17 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
     }
     return check_without_data(args, options, e.what(), schedule, steps_per_epoch);
   }
+}
+
+}  // namespace
+
+// Without --download nothing is fetched: what a run would download is a note, and for a dataset
+// not here yet the report covers what does not need it (check_without_data).
+int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download, int64_t steps_per_epoch) {
+  std::vector<ValueOrigin> loaded;
+  auto built = job_or_report_without_data(args, schedule, origin, download, steps_per_epoch, loaded);
+  if (const int* code = std::get_if<int>(&built)) return *code;
+  Job& job = std::get<Job>(built);
   if (steps_per_epoch > 0)
     job.notes.push_back("--steps-per-epoch " + std::to_string(steps_per_epoch) + " ignored: the data gives the run's length");
   const RunConfig& c = job.config;
@@ -313,9 +310,8 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   if (plan.action == ResumePlan::Action::Resume) check_resume_fits(job);
   const int64_t steps = length.steps_per_epoch, total = length.total_steps;
   if (schedule) {
-    auto optimizer = build_optimizer(job);
-    auto scheduler = build_scheduler(job, *optimizer, total, steps);
-    print_schedule(job, *optimizer, *scheduler, total);
+    const CheckedOptimization o = checked_optimization(job, total, steps);
+    print_schedule(job, *o.optimizer, *o.scheduler, total);
     return kExitOk;
   }
   if (origin)

@@ -1,5 +1,6 @@
 // `trainrun eval RECIPE.yaml --checkpoint PATH`: the eval split through a saved model; prints the
 // metrics and a classification report, and writes eval_report.json beside the weights.
+#include "components/callbacks/checkpoint_format.h"
 #include "runner/cli/commands.h"
 #include "support/durable_file.h"
 #include "runner/io/weights.h"
@@ -20,7 +21,7 @@ namespace trainrun::cli {
 namespace fs = std::filesystem;
 
 std::string weights_file(const std::string& checkpoint) {
-  if (fs::is_directory(checkpoint)) return (fs::path(checkpoint) / "model.safetensors").string();
+  if (fs::is_directory(checkpoint)) return (fs::path(checkpoint) / kModelFile).string();
   return checkpoint;
 }
 

@@ -2,6 +2,7 @@
 // the checkpoint's model, traced in eval mode, as a file Python and LibTorch (TorchScript) or
 // onnxruntime (ONNX) run without trainrun, carrying its preprocessing and labels (README "Export
 // and serve").
+#include "components/callbacks/checkpoint_format.h"
 #include "runner/cli/commands.h"
 #include "runner/export/metadata.h"
 #include "runner/export/onnx.h"
@@ -21,13 +22,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// --checkpoint's weights: model.safetensors, or model_ema.safetensors with --ema (a folder only).
+// --checkpoint's weights: the model file, or the EMA one with --ema (a folder only).
 std::string export_weights(const std::string& checkpoint, bool ema) {
   if (!fs::exists(checkpoint)) throw RecipeError("export: --checkpoint " + checkpoint + ": no such file or folder");
   if (!ema) return weights_file(checkpoint);
   if (!fs::is_directory(checkpoint))
-    throw RecipeError("export: --ema takes a checkpoint or run folder (it reads model_ema.safetensors there), not a file");
-  fs::path file = fs::path(checkpoint) / "model_ema.safetensors";
+    throw RecipeError(std::string("export: --ema takes a checkpoint or run folder (it reads ") + kEmaModelFile +
+                      " there), not a file");
+  fs::path file = fs::path(checkpoint) / kEmaModelFile;
   if (!fs::is_regular_file(file))
     throw RecipeError("export: --ema: " + file.string() + ": no such file (was train.ema on for this run?)");
   return file.string();

@@ -3,6 +3,7 @@
 // 138 pre-empted after a clean checkpoint; a launcher's code for its workers is returned as is.
 #include "runner/cli/commands.h"
 
+#include "components/callbacks/checkpoint_format.h"
 #include "registry/plugin.h"
 #include "registry/registry.h"
 #include "runner/recipe/overrides.h"
@@ -86,7 +87,7 @@ void add_commands(CLI::App& app, Options& o) {
   o.exporter->add_option("--checkpoint", o.checkpoint, "checkpoint or run folder, or .safetensors file")->required();
   o.exporter->add_option("--format", o.format, "torchscript | onnx")->required();
   o.exporter->add_option("--output", o.output, "the file to write (default: beside the weights, model.pt / model.onnx)");
-  o.exporter->add_flag("--ema", o.ema, "the EMA weights (model_ema.safetensors of a checkpoint or run folder)");
+  o.exporter->add_flag("--ema", o.ema, std::string("the EMA weights (") + kEmaModelFile + " of a checkpoint or run folder)");
   o.shards = app.add_subcommand("shards", "write the recipe's data.dataset as WebDataset tar shards, with sizes.json and classes.txt");
   o.shards->add_option("recipe", o.shards_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.shards->add_option("--output", o.output, "the folder to write (new or empty): train-000000.tar ..., "

@@ -1,6 +1,6 @@
 #include "runner/io/checkpoint.h"
 
-#include "components/callbacks/trainer_state.h"
+#include "components/callbacks/checkpoint_format.h"
 #include "support/durable_file.h"
 #include "support/errors.h"
 
@@ -34,15 +34,19 @@ std::optional<int64_t> checkpoint_step(const std::string& name) {
 }
 
 bool is_complete_checkpoint(const fs::path& folder) {
-  return fs::is_directory(folder) && fs::is_regular_file(folder / kStateFile) &&
-         fs::is_regular_file(folder / "model.safetensors");
+  if (!fs::is_directory(folder)) return false;
+  for (const auto& file : kCheckpointFiles)
+    if (file.role == CheckpointFileRole::Defining && !fs::is_regular_file(folder / file.name)) return false;
+  return true;
 }
 
 void check_resume_path(const std::string& path) {
   if (!fs::exists(path)) throw RecipeError("output.resume: " + path + ": no such checkpoint");
-  if (!is_complete_checkpoint(path))
-    throw RecipeError("output.resume: " + path + ": not a complete checkpoint (no " + kStateFile +
-                      " or model.safetensors)");
+  if (is_complete_checkpoint(path)) return;
+  std::string missing;  // "trainer_state.json or model.safetensors"
+  for (const auto& file : kCheckpointFiles)
+    if (file.role == CheckpointFileRole::Defining) missing = missing.empty() ? file.name : file.name + (" or " + missing);
+  throw RecipeError("output.resume: " + path + ": not a complete checkpoint (no " + missing + ")");
 }
 
 int64_t CheckpointOptions::save_steps() const {

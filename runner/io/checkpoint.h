@@ -1,6 +1,5 @@
 // Checkpoint folders in the Trainer's layout (docs/reference/run-folder.md): output.dir/checkpoint-<step>/
-// holding model.safetensors, optimizer.pt, scheduler.json, scaler.json, rng.pt, trainrun_state.json
-// and trainer_state.json. A folder is written as .checkpoint-<step>.tmp, every file fsynced, then
+// holding the files components/callbacks/checkpoint_format.h declares. A folder is written as .checkpoint-<step>.tmp, every file fsynced, then
 // renamed, so a checkpoint-<step> folder is always complete; trainer_state.json is written last
 // and is what marks a folder as resumable. checkpoint-best is a symlink to the best one.
 // This file knows folders only: what goes into one is runner/train/checkpoints.h.

@@ -1,6 +1,4 @@
-// Freeze rules over time (job.h): which parameters train at an epoch, the optimizer groups that
-// newly trainable ones join, and BatchNorm statistics kept as loaded for frozen layers.
-#include "runner/recipe/job.h"
+#include "runner/recipe/freeze.h"
 
 #include <fnmatch.h>
 #include <torch/optim/optimizer.h>

@@ -1,13 +1,15 @@
 // Building a job (job.h): the data, the model (its pretrained weights and freeze rules), the
 // transforms, the loss, and the optimizer and scheduler over the trainable parameters. What
 // `auto` becomes on this machine is resolve.cpp, model.pretrained pretrained.cpp, the freeze
-// rules over time freeze.cpp.
+// rules over time freeze.cpp, the optimizer's groups param_groups.cpp.
 #include "runner/recipe/job.h"
 
 #include "components/data/sources/torchvision_download.h"
 #include "runner/distributed/process_group.h"
 #include "runner/recipe/class_balance.h"
 #include "runner/recipe/fingerprint.h"
+#include "runner/recipe/freeze.h"
+#include "runner/recipe/param_groups.h"
 #include "runner/recipe/pretrained.h"
 #include "runner/recipe/resolve.h"
 
@@ -230,7 +232,7 @@ std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job) { retur
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job, const NamedParameters& params) {
   const auto& entry = Registry<torch::optim::Optimizer>::instance().get(job.recipe.root["optimizer"]["name"].as<std::string>());
   try {
-    return entry.make(job.recipe.section("optimizer"), plan_param_groups(job, params));
+    return entry.make(job.recipe.section("optimizer"), job_param_groups(job, params));
   } catch (const std::invalid_argument& e) {
     throw RecipeError(e.what());
   }

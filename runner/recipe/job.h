@@ -88,36 +88,11 @@ Job build_job(Recipe recipe, const JobOptions& options = {});
 // entry with what the model says about its inputs; `path` names the list in errors (RecipeError).
 Compose build_transforms(const YAML::Node& list, const ModelInput& model, const std::string& path);
 
-// The model's layer ids for optimizer.layer_decay (runner/recipe/param_groups.cpp).
-LayerIds layer_ids(const Classifier& model);
-// The optimizer's groups over `params`: optimizer.no_decay / layer_decay / groups and the
-// freeze rules' lr_scale.
-ParamGroups plan_param_groups(const Job& job, const NamedParameters& params);
-
-// Builds the optimizer over the trainable parameters, and its scheduler.
+// Builds the optimizer over the trainable parameters (or `params`) in the groups
+// runner/recipe/param_groups.h plans, and its scheduler. Freeze rules: runner/recipe/freeze.h.
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job);
 std::shared_ptr<torch::optim::Optimizer> build_optimizer(const Job& job, const NamedParameters& params);
 std::shared_ptr<Scheduler> build_scheduler(const Job& job, torch::optim::Optimizer& optimizer, int64_t total_steps,
                                            int64_t steps_per_epoch);
-
-// Freeze rules (ordered globs, last match wins) applied to requires_grad; only the rules whose
-// `from_epoch` has come by `epoch` count. Returns the number of parameters each rule matches at
-// any epoch, so a rule that matches nothing can be reported.
-std::vector<int64_t> apply_freeze_rules(torch::nn::Module& model, const std::vector<FreezeRule>& rules, int64_t epoch = 0);
-
-// Gradual unfreezing: whether the freeze rules (or train.unfreeze_at_epoch) change at the start
-// of `epoch`, and, applied, which parameters that made trainable (in the model's order).
-bool freeze_changes_at(const Job& job, int64_t epoch);
-NamedParameters apply_freeze_schedule(Job& job, int64_t epoch);
-
-// Adds newly trainable parameters to a running optimizer as torch's add_param_group does, in
-// the groups (decayed, zero-decay) and with the settings the recipe's optimizer gives them.
-// The scheduler sets their lr from its next step on.
-void add_param_groups(const Job& job, torch::optim::Optimizer& optimizer, const NamedParameters& params);
-
-// train.bn_eval: puts BatchNorm layers whose parameters are all frozen back in eval mode (call
-// after model.train()), so their running statistics stay as loaded, as timm's freeze_bn.
-// Returns how many layers it froze.
-int64_t freeze_batchnorm_statistics(torch::nn::Module& model);
 
 }  // namespace trainrun

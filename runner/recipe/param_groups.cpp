@@ -1,7 +1,4 @@
-// The optimizer's parameter groups for a job: the model's layer ids for layer_decay (timm's
-// group_parameters over group_matcher, or its auto_group_layers fallback) and the freeze rules'
-// lr_scale, handed to plan_param_groups (components/optim/param_groups.cpp).
-#include "runner/recipe/job.h"
+#include "runner/recipe/param_groups.h"
 
 #include <fnmatch.h>
 
@@ -101,7 +98,7 @@ LayerIds layer_ids(const Classifier& model) {
   return matcher.empty() ? automatic_layer_ids(names, model.classifier_pattern()) : matched_layer_ids(names, matcher);
 }
 
-ParamGroups plan_param_groups(const Job& job, const NamedParameters& params) {
+ParamGroups job_param_groups(const Job& job, const NamedParameters& params) {
   Config c = job.recipe.section("optimizer");
   std::optional<LayerIds> layers;
   if (!c.is_null("layer_decay")) layers = layer_ids(*job.model);

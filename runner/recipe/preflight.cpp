@@ -1,8 +1,10 @@
 #include "runner/recipe/preflight.h"
 
 #include "components/callbacks/callback.h"
+#include "components/callbacks/checkpoint_format.h"
 #include "components/data/streaming_dataset.h"
 #include "runner/io/checkpoint.h"
+#include "runner/recipe/freeze.h"
 
 #include <torch/torch.h>
 
@@ -74,23 +76,29 @@ RunLength run_length(const Job& job, int64_t world_size) {
   return r;
 }
 
+CheckedOptimization checked_optimization(const Job& job, int64_t total_steps, int64_t steps_per_epoch) {
+  CheckedOptimization out;
+  try {
+    out.optimizer = build_optimizer(job);
+  } catch (const c10::Error& e) {
+    throw RecipeError("optimizer: " + first_line(e.what_without_backtrace()));
+  }
+  if (steps_per_epoch <= 0) return out;
+  try {
+    out.scheduler = build_scheduler(job, *out.optimizer, total_steps, steps_per_epoch);
+  } catch (const c10::Error& e) {
+    throw RecipeError("scheduler: " + first_line(e.what_without_backtrace()));
+  }
+  return out;
+}
+
 RunLength preflight(const Job& job, int64_t world_size) {
   const int64_t examples = int64_t(job.data.train->size());
   if (world_size > examples)
     throw RecipeError("world: " + std::to_string(world_size) + " processes for " + std::to_string(examples) +
                       " training examples; every process needs at least one (fewer processes, or more data)");
   RunLength length = run_length(job, world_size);
-  std::shared_ptr<torch::optim::Optimizer> optimizer;
-  try {
-    optimizer = build_optimizer(job);
-  } catch (const c10::Error& e) {
-    throw RecipeError("optimizer: " + first_line(e.what_without_backtrace()));
-  }
-  try {
-    build_scheduler(job, *optimizer, length.total_steps, length.steps_per_epoch);
-  } catch (const c10::Error& e) {
-    throw RecipeError("scheduler: " + first_line(e.what_without_backtrace()));
-  }
+  checked_optimization(job, length.total_steps, length.steps_per_epoch);
   for (const ComponentConfig& c : job.config.callbacks) Registry<Callback>::instance().get(c.name).make(c.config)->check(job);
   try_pipeline(job, *job.data.train, job.train_transforms, "data.train_transforms");
   if (job.data.eval && !job.eval_transforms_pending)
@@ -111,7 +119,7 @@ void check_resume_fits(const Job& job) {
   for (int64_t e = 1; e <= saved.epoch_index; ++e)
     if (freeze_changes_at(job, e)) return;
   auto optimizer = build_optimizer(job);
-  const std::string file = (std::filesystem::path(*from) / "optimizer.pt").string();
+  const std::string file = (std::filesystem::path(*from) / kOptimizerFile).string();
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(file);

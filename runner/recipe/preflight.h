@@ -10,6 +10,15 @@ namespace trainrun {
 
 RunLength run_length(const Job& job, int64_t world_size);
 
+// The recipe's optimizer over the trainable parameters and, when the run's length is known
+// (steps_per_epoch > 0), its scheduler: what LibTorch refuses (c10::Error) is the section's
+// RecipeError ("optimizer: ...", "scheduler: ...").
+struct CheckedOptimization {
+  std::shared_ptr<torch::optim::Optimizer> optimizer;
+  std::shared_ptr<Scheduler> scheduler;  // null while the length is unknown
+};
+CheckedOptimization checked_optimization(const Job& job, int64_t total_steps, int64_t steps_per_epoch);
+
 // Throws RecipeError when `world_size` processes have fewer training examples than processes,
 // when the optimizer or scheduler cannot be built for this run's length, when a recipe callback
 // refuses the job (Callback::check: early stopping on a metric no evaluation reports), or when one example

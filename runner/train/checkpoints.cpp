@@ -1,5 +1,6 @@
 #include "runner/train/checkpoints.h"
 
+#include "components/callbacks/checkpoint_format.h"
 #include "components/models/model.h"
 #include "components/optim/optim.h"
 #include "runner/distributed/accelerator.h"
@@ -103,7 +104,7 @@ void Checkpoints::write_folder(const std::string& name, const TrainingParts& par
                                const std::map<std::string, std::string>& extra_files) const {
   auto write_files = [&](const fs::path& tmp) {
     try {
-      save_safetensors((tmp / "model.safetensors").string(), state_dict(parts.model));
+      save_safetensors((tmp / kModelFile).string(), state_dict(parts.model));
     } catch (const WeightsError& e) {
       throw CheckpointError(e.what());
     }
@@ -114,13 +115,13 @@ void Checkpoints::write_folder(const std::string& name, const TrainingParts& par
       parts.optimizer.save(archive);
       std::ostringstream bytes;
       archive.save_to(bytes);
-      write_durable(tmp / "optimizer.pt", bytes.str());
+      write_durable(tmp / kOptimizerFile, bytes.str());
     }
-    write_durable(tmp / "scheduler.json", parts.scheduler.state().dump(2) + "\n");
+    write_durable(tmp / kSchedulerFile, parts.scheduler.state().dump(2) + "\n");
     json scaler{{"enabled", parts.scaler.enabled()},
                 {"scale", parts.scaler.current_scale()},
                 {"growth_tracker", parts.scaler.growth_tracker()}};
-    write_durable(tmp / "scaler.json", scaler.dump(2) + "\n");
+    write_durable(tmp / kScalerFile, scaler.dump(2) + "\n");
     {
       torch::serialize::OutputArchive archive;
       bool cuda = int64_t(rng.size()) > acc_.world_size();
@@ -130,7 +131,7 @@ void Checkpoints::write_folder(const std::string& name, const TrainingParts& par
       }
       std::ostringstream bytes;
       archive.save_to(bytes);
-      write_durable(tmp / "rng.pt", bytes.str());
+      write_durable(tmp / kRngFile, bytes.str());
     }
     for (const auto& [file, bytes] : extra_files) write_durable(tmp / file, bytes);
     // Inside the folder's atomic write, before trainer_state.json marks it complete.
@@ -143,38 +144,38 @@ TrainerState load_checkpoint(const std::string& folder, const TrainingParts& par
                              const Accelerator& acc) {
   fs::path f = folder;
   TrainerState state = read_trainer_state(folder);
-  load_state_dict(parts.model, load_safetensors((f / "model.safetensors").string()), (f / "model.safetensors").string());
+  load_state_dict(parts.model, load_safetensors((f / kModelFile).string()), (f / kModelFile).string());
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from((f / "optimizer.pt").string(), acc.device());
+    archive.load_from((f / kOptimizerFile).string(), acc.device());
     parts.optimizer.load(archive);
   } catch (const c10::Error& e) {
     std::string what = e.what();
-    throw CheckpointError((f / "optimizer.pt").string() + ": does not fit this optimizer: " +
+    throw CheckpointError((f / kOptimizerFile).string() + ": does not fit this optimizer: " +
                           what.substr(0, what.find('\n')));
   }
   try {
-    parts.scheduler.load_state(read_json(f / "scheduler.json"));
+    parts.scheduler.load_state(read_json(f / kSchedulerFile));
   } catch (const std::invalid_argument& e) {
-    throw CheckpointError((f / "scheduler.json").string() + ": " + e.what());
+    throw CheckpointError((f / kSchedulerFile).string() + ": " + e.what());
   } catch (const json::exception& e) {
-    throw CheckpointError((f / "scheduler.json").string() + ": " + e.what());
+    throw CheckpointError((f / kSchedulerFile).string() + ": " + e.what());
   }
   try {
-    json scaler = read_json(f / "scaler.json");
+    json scaler = read_json(f / kScalerFile);
     double scale = scaler.at("scale").get<double>();
     int64_t growth_tracker = scaler.at("growth_tracker").get<int64_t>();
     if (!(scale > 0) || !std::isfinite(scale) || growth_tracker < 0)
-      throw CheckpointError((f / "scaler.json").string() + ": expected a finite scale > 0 and a growth_tracker >= 0, got " +
+      throw CheckpointError((f / kScalerFile).string() + ": expected a finite scale > 0 and a growth_tracker >= 0, got " +
                             scaler.dump());
     parts.scaler.load(scale, growth_tracker);
   } catch (const json::exception& e) {
-    throw CheckpointError((f / "scaler.json").string() + ": " + e.what());
+    throw CheckpointError((f / kScalerFile).string() + ": " + e.what());
   }
 
   const int64_t rank = acc.rank();
   torch::serialize::InputArchive archive;
-  archive.load_from((f / "rng.pt").string());
+  archive.load_from((f / kRngFile).string());
   at::Tensor cpu;
   if (archive.try_read(rng_key("cpu", rank), cpu, /*is_buffer=*/true)) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one

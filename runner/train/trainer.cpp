@@ -1,10 +1,11 @@
 #include "runner/train/trainer.h"
 
+#include "components/callbacks/checkpoint_format.h"
 #include "runner/io/weights.h"
 #include "runner/logging/logging.h"
+#include "runner/recipe/freeze.h"
 #include "runner/train/activation_checkpointing.h"
 #include "runner/train/autocast.h"
-#include "runner/train/callback_state.h"
 #include "runner/train/loss_sums.h"
 #include "runner/train/run_folder.h"
 #include "support/durable_file.h"
@@ -12,8 +13,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include <cstdlib>
-#include <cstring>
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,9 +26,11 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 }  // namespace
+
+double TrainLoop::seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 AcceleratorOptions accelerator_options(const Job& job) {
   AcceleratorOptions o;
@@ -107,66 +110,6 @@ void TrainLoop::add_trainable(const NamedParameters& params) {
 }
 
 EvalResult TrainLoop::evaluate_model() { return evaluate(ddp_->module(), *eval_loader_, *job_.loss, job_, *acc_); }
-
-// Rank 0's choice of checkpoint for every rank (resuming across nodes needs output.dir on a
-// shared file system, as the Trainer's does).
-void TrainLoop::resume() {
-  resumed_from_ = resume_point(job_.config.output, *acc_);
-  if (resumed_from_) {
-    const TrainerState saved = read_trainer_state(*resumed_from_);
-    // The launcher refused another job's folder and stopped at a finished run before any worker
-    // started; under torchrun, srun or mpirun every rank decides here, on rank 0's checkpoint.
-    const ResumePlan plan = plan_resume(job_, acc_->world_size(), *resumed_from_, saved, length_.total_steps);
-    if (plan.action == ResumePlan::Action::Refuse) throw RecipeError(plan.line);
-    if (plan.action == ResumePlan::Action::Finished) {
-      finished_ = plan.line;
-      return;
-    }
-    if (!plan.line.empty() && is_main_process()) spdlog::warn("{}", plan.line);
-    fire([&](Callback& c) { c.on_resume(*this, saved); });
-    state_ = load_checkpoint(*resumed_from_, parts(), sums_, *acc_);
-    checkpoints_->keep(*resumed_from_);  // never rotated away
-    checkpoint_step_ = state_.global_step;  // saved already
-    restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
-                               (std::filesystem::path(*resumed_from_) / kStateFile).string());
-    restore_loader_state(*resumed_from_);
-  }
-  state_.job = job_fingerprint(job_, acc_->world_size());
-  device_sums_ = std::make_unique<DeviceLossSums>(sums_, acc_->device());
-  const TrainConfig& t = job_.config.train;
-  state_.max_steps = length_.total_steps;
-  state_.num_train_epochs = t.epochs;
-  state_.logging_steps = t.log_every_steps;
-  state_.eval_steps = t.eval_steps;
-  state_.save_steps = job_.config.output.save_steps();
-  state_.train_batch_size = job_.config.data.batch_size;
-}
-
-// The shard streams continue where the checkpoint's were (their positions and shuffle buffers);
-// a checkpoint without them (or of another world size) makes the loader replay the epoch's
-// batches instead (loader.h).
-void TrainLoop::restore_loader_state(const std::string& folder) {
-  if (!train_loader_->streaming()) return;
-  const fs::path file = fs::path(folder) / kLoaderStateFile;
-  std::ifstream in(file);
-  if (!in) {
-    spdlog::warn("{}: not in the checkpoint; the epoch's batches are replayed up to step {}", file.string(),
-                 state_.global_step);
-    return;
-  }
-  try {
-    nlohmann::json all = nlohmann::json::parse(in);
-    const auto& ranks = all.at("ranks");
-    if (int64_t(ranks.size()) == acc_->world_size()) {
-      train_loader_->restore(ranks.at(std::size_t(acc_->rank())));
-    } else {
-      spdlog::warn("{}: saved by {} processes, this run has {}; the epoch's batches are replayed (not the same "
-                   "samples: the shards split over ranks differently)", file.string(), ranks.size(), acc_->world_size());
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw TrainingError(file.string() + ": not a loader state trainrun wrote: " + e.what());
-  }
-}
 
 // Callbacks hear of a failure (not of a stop a signal asked for: that one ended with on_train_end)
 // before it goes on to the command line.
@@ -329,47 +272,6 @@ void TrainLoop::evaluate_now() {
   set_train_mode();
 }
 
-// A checkpoint of this step (unless output.save_every is never or this step has one), then
-// on_save as the Trainer fires it: whenever a save was asked for.
-void TrainLoop::save_now() {
-  state_.stateful_callbacks = stateful_callbacks(callbacks_, control_);
-  control_.should_save = false;
-  if (job_.config.output.enabled() && checkpoint_step_ != state_.global_step) write_checkpoint();
-  fire([&](Callback& c) { c.on_save(*this, control_); });
-}
-
-// Every rank takes part (the gather of RNG states and loss sums); rank 0 writes.
-void TrainLoop::write_checkpoint() {
-  auto began = Clock::now();
-  state_.epoch = double(state_.epoch_index) + double(state_.batches_in_epoch) / double(length_.batches_per_epoch);
-  CheckpointFiles files;
-  fire([&](Callback& c) { c.on_save_checkpoint(*this, files); });
-  if (train_loader_->streaming()) files.add(kLoaderStateFile, gather_loader_states());
-  std::string folder = checkpoints_->save(parts(), state_, loop_sums(), unsaved_eval_, files.files());
-  unsaved_eval_.reset();
-  checkpoint_step_ = state_.global_step;
-  if (is_main_process()) spdlog::info("Saving model checkpoint to {} ({:.2f} s)", folder, seconds_since(began));
-}
-
-// Each rank's shard streams (where every stream reads next and what its shuffle buffer holds),
-// gathered to rank 0 as one JSON document: {"world_size": N, "ranks": [state of rank 0, ...]}.
-// Every rank calls it.
-std::string TrainLoop::gather_loader_states() {
-  const std::string own = train_loader_->state().dump();
-  at::Tensor bytes = at::empty({int64_t(own.size())}, at::kByte);
-  std::memcpy(bytes.data_ptr(), own.data(), own.size());
-  at::Tensor all = acc_->gather_for_metrics(bytes.to(acc_->device())).cpu();
-  at::Tensor lengths = acc_->gather_for_metrics(at::full({1}, int64_t(own.size()), at::kLong).to(acc_->device())).cpu();
-  nlohmann::json out{{"world_size", acc_->world_size()}, {"ranks", nlohmann::json::array()}};
-  const char* p = static_cast<const char*>(all.data_ptr());
-  for (int64_t r = 0, at = 0; r < lengths.size(0); ++r) {
-    const int64_t n = lengths[r].item<int64_t>();
-    out["ranks"].push_back(nlohmann::json::parse(std::string(p + at, std::size_t(n))));
-    at += n;
-  }
-  return out.dump() + "\n";
-}
-
 // Every rank exits only once rank 0 has written the checkpoint: launchers that end a job at its
 // first non-zero exit (mpirun, torchrun, srun --kill-on-bad-exit) would cut the save.
 void TrainLoop::stop_now() {
@@ -390,14 +292,14 @@ EvalResult TrainLoop::finish() {
   double train_loss = acc_->mean(sums_.loss_total / double(std::max<int64_t>(sums_.batches_total, 1)));
   acc_->wait_for_everyone();
   if (!acc_->is_main_process()) return last_eval_;
-  const std::string weights = (fs::path(output_dir()) / "model.safetensors").string();
+  const std::string weights = (fs::path(output_dir()) / kModelFile).string();
   const CheckpointOptions& output = job_.config.output;
   spdlog::info("\n\nTraining completed.\n");
   if (output.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
     // transformers' load_best_model_at_end: the best checkpoint's weights (its EMA's when the
     // metric judged the EMA) become the run's model, byte for byte.
     const bool ema = output.best_metric.rfind("eval_ema_", 0) == 0;
-    const fs::path best = fs::path(state_.best_model_checkpoint) / (ema ? "model_ema.safetensors" : "model.safetensors");
+    const fs::path best = fs::path(state_.best_model_checkpoint) / (ema ? kEmaModelFile : kModelFile);
     spdlog::info("Loading best model from {} ({}: {})", best.string(), output.best_metric, state_.best_metric.value_or(NAN));
     std::ifstream in(best, std::ios::binary);
     std::ostringstream bytes;

@@ -68,7 +68,7 @@ class TrainLoop final : public Trainer {
   void fire(Event event) {
     for (auto& c : callbacks_) event(*c);
   }
-  void resume();
+  void resume();  // trainer_checkpoint.cpp, with what a save adds
   EvalResult run_loop();
   void run_epoch(int64_t epoch, int64_t skip);
   bool forward_backward(const Batch& batch);  // true when the micro-batch closes a step
@@ -85,6 +85,7 @@ class TrainLoop final : public Trainer {
   EvalResult finish();
   void set_train_mode();
   void refresh_trainable();
+  static double seconds_since(std::chrono::steady_clock::time_point t);
 
   Job& job_;
   WorldInfo world_;

@@ -3,6 +3,7 @@
 // fixed net must leave the same parameters (1e-6). The custom ones (radam, nadam, lion, lamb)
 // survive a checkpoint. And the cross_entropy loss against F.cross_entropy.
 #include "components/optim/optim.h"
+#include "runner/recipe/freeze.h"
 #include "runner/recipe/job.h"
 #include "runner/recipe/recipe.h"
 #include "support/safetensors.h"

@@ -3,7 +3,9 @@
 // torch with the same groups written out by hand, and the freeze rules' lr_scale.
 #include "components/models/model.h"
 #include "components/optim/optim.h"
+#include "runner/recipe/freeze.h"
 #include "runner/recipe/job.h"
+#include "runner/recipe/param_groups.h"
 #include "runner/recipe/recipe.h"
 #include "support/safetensors.h"
 
@@ -42,7 +44,7 @@ TEST(ParamGroups, LayerDecayIsTimmsForResnet50d) {
   Job job = group_test_job({"optimizer=" + section, "model={name: resnet50d, num_classes: 37, pretrained: null}"});
   job.model = group_test_model("{name: resnet50d, num_classes: 37, pretrained: null}");
   auto optimizer = build_optimizer(job);
-  ParamGroups plan = plan_param_groups(job, job.trainable());
+  ParamGroups plan = job_param_groups(job, job.trainable());
   ASSERT_EQ(optimizer->param_groups().size(), expected.size());
   ASSERT_EQ(plan.size(), expected.size());
   EXPECT_EQ(layer_ids(*job.model).count, 18);  // stem, 16 bottlenecks, the head
@@ -142,7 +144,7 @@ TEST(ParamGroups, FreezeRuleLrScaleAppliesToTheParametersItUnfreezes) {
   ASSERT_EQ(optimizer->param_groups().size(), 2u);
   EXPECT_EQ(optimizer->param_groups()[1].params().size(), 2u);  // fc1.weight, fc1.bias
   EXPECT_DOUBLE_EQ(optimizer->param_groups()[1].options().get_lr(), 0.001);
-  EXPECT_EQ(plan_param_groups(job, job.trainable())[0].name, "decay_x0.1");  // fc1 comes first
+  EXPECT_EQ(job_param_groups(job, job.trainable())[0].name, "decay_x0.1");  // fc1 comes first
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // statistics, dropout and stochastic depth), F32/F16/BF16 weights, and `model.pretrained`.
 #include "components/data/image.h"
 #include "components/models/model.h"
-#include "runner/recipe/job.h"
+#include "runner/recipe/freeze.h"
 #include "support/safetensors.h"
 #include "runner/io/weights.h"
 

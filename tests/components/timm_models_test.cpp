@@ -5,7 +5,7 @@
 // hf-hub:timm/NAME` loads as is, and a model trains from the weights timm would start from.
 #include "components/models/model.h"
 #include "runner/io/weights.h"
-#include "runner/recipe/job.h"
+#include "runner/recipe/param_groups.h"
 
 #include "make_model.h"
 #include "test_util.h"

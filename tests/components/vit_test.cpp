@@ -6,7 +6,7 @@
 #include "components/data/image.h"
 #include "components/models/model.h"
 #include "runner/io/weights.h"
-#include "runner/recipe/job.h"
+#include "runner/recipe/param_groups.h"
 #include "runner/train/activation_checkpointing.h"
 #include "support/hub_server.h"
 #include "support/safetensors.h"

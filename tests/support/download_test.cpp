@@ -1,5 +1,6 @@
 // download(): a real HTTP server on loopback (tests/py/hub_server.py) serving /files/<name>.
 #include "support/download.h"
+#include "support/http_stream.h"
 
 #include "support/hub_server.h"
 

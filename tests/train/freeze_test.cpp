@@ -1,4 +1,5 @@
 // Freeze rules over time: freeze[].from_epoch and train.unfreeze_at_epoch (gradual unfreezing).
+#include "runner/recipe/freeze.h"
 #include "runner/recipe/job.h"
 #include "support/safetensors.h"
 #include "test_util.h"

@@ -25,8 +25,6 @@ namespace trainrun {
 
 namespace {
 
-constexpr const char* kEmaFile = "model_ema.safetensors";
-
 class ModelEma : public Callback {
  public:
   explicit ModelEma(const EmaOptions& o) : o_(o) {}
@@ -36,9 +34,9 @@ class ModelEma : public Callback {
     ema_.clear();
     for (const auto& [name, v] : state_dict(t.model())) ema_.emplace_back(name, v.detach().clone());
     if (!t.resumed_from()) return;
-    const std::string file = (std::filesystem::path(*t.resumed_from()) / kEmaFile).string();
+    const std::string file = (std::filesystem::path(*t.resumed_from()) / kEmaModelFile).string();
     if (!std::filesystem::exists(file)) {
-      spdlog::warn("{} has no {}: the EMA starts from the resumed weights", *t.resumed_from(), kEmaFile);
+      spdlog::warn("{} has no {}: the EMA starts from the resumed weights", *t.resumed_from(), kEmaModelFile);
       return;
     }
     TensorList saved = load_safetensors(file);
@@ -80,13 +78,13 @@ class ModelEma : public Callback {
   }
 
   void on_save_checkpoint(Trainer& t, CheckpointFiles& files) override {
-    if (t.is_main_process()) files.add(kEmaFile, safetensors_bytes(ema_));
+    if (t.is_main_process()) files.add(kEmaModelFile, safetensors_bytes(ema_));
   }
 
   // A finished run (an early stop too) leaves the EMA beside model.safetensors.
   void on_train_end(Trainer& t, TrainerControl& control) override {
     if (control.stop_exit_code != 0 || !t.is_main_process()) return;
-    const std::string file = (std::filesystem::path(t.output_dir()) / kEmaFile).string();
+    const std::string file = (std::filesystem::path(t.output_dir()) / kEmaModelFile).string();
     save_safetensors(file, ema_);
     spdlog::info("Saved {}", file);
   }

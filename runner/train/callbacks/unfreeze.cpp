@@ -2,8 +2,8 @@
 // training at an epoch join the running optimizer (Trainer::add_trainable). A resumed run adds
 // the groups of the epochs it already passed before the optimizer's state loads.
 #include "runner/logging/logging.h"
+#include "runner/recipe/freeze.h"
 #include "runner/train/callbacks/callbacks.h"
-#include "runner/recipe/job.h"
 
 #include <spdlog/spdlog.h>
 
