@@ -19,7 +19,7 @@ test: setup-test build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(value CTEST_ARGS)
 
 # The edit-compile-test loop: the suite without the groups tests/heavy_tests.txt names (launchers,
-# multi-process worlds, whole runs, every model against Python); the same list bounds CI's ASan run.
+# multi-process worlds, whole runs, every model against Python).
 QUICK_EXCLUDE = $(shell grep -v '^\#' tests/heavy_tests.txt | paste -sd'|' -)
 test-quick: setup-test build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -E '$(QUICK_EXCLUDE)'
@@ -32,11 +32,12 @@ bench: setup-test build
 # the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (and the fuzz targets'
 # corpora and regressions), the data loader / launcher / distributed tests under ThreadSanitizer,
 # and every fuzz target for FUZZ_SECONDS each.
-# ASAN_CTEST_ARGS: a selection of the suite (ctest -R/-E ...), as CI's bounded run passes.
+# ASAN_CTEST_ARGS: a selection of the suite (ctest -R/-E ...); CI passes tests/asan_selection.txt's,
+# ASAN_CTEST_ARGS="$$(scripts/test-selection.sh tests/asan_selection.txt)".
 FUZZ_SECONDS ?= 60
 ASAN_CTEST_ARGS ?=
 test-asan: setup-sanitize
-	@JOBS=$(JOBS) scripts/sanitize.sh asan $(ASAN_CTEST_ARGS)
+	@JOBS=$(JOBS) scripts/sanitize.sh asan $(value ASAN_CTEST_ARGS)
 
 test-tsan: setup-sanitize
 	@JOBS=$(JOBS) scripts/sanitize.sh tsan

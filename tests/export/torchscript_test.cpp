@@ -1,6 +1,6 @@
 // TorchScript from C++ (runner/export/torchscript.h, `trainrun export`, `predict --model`), read
 // with the real readers: python3-torch's torch.jit.load and LibTorch's torch::jit::load. Every
-// registered model traces and runs in both with the model's own outputs; a trained model exported
+// registered model's structure (tests/support/model_variants.h) traces and runs in both with the model's own outputs; a trained model exported
 // by the CLI classifies image files alone (predict --model, and Python with torchvision's
 // transforms built from the file's preprocess.json) with the logits `trainrun predict` gives.
 #include "components/data/image.h"
@@ -8,6 +8,7 @@
 #include "runner/export/torchscript.h"
 #include "support/safetensors.h"
 
+#include "support/model_variants.h"
 #include "test_util.h"
 
 #include <torch/csrc/jit/serialization/import.h>
@@ -52,8 +53,7 @@ TEST(TorchScriptExport, EveryRegisteredModelRunsInPythonAndLibTorchWithItsOwnOut
   std::vector<std::string> names;
   std::map<std::string, std::map<int, at::Tensor>> expected;  // per model, per thread count
   std::map<std::string, std::vector<std::string>> state_keys;
-  for (const auto* entry : Registry<Classifier>::instance().entries()) {
-    const std::string name = entry->name;
+  for (const std::string& name : test::every_model_pass(Registry<Classifier>::instance().names())) {
     auto model = export_test_model(name);
     const auto input_size = model->input_config().input_size;
     auto traced = trace_classifier(*model, input_size);

@@ -2,7 +2,8 @@
 
 usage: ema_ref.py OUT.safetensors DECAY MIN_DECAY USE_WARMUP WARMUP_GAMMA WARMUP_POWER STEP1.safetensors ...
 STEPk holds the model's state_dict after optimizer step k (a checkpoint's model.safetensors);
-the EMA is updated after every step with step=k, and OUT gets the EMA after the last one.
+the EMA is updated after every step with step=k, and OUT gets the EMA after the last one; an OUT
+with `{k}` in it gets the EMA after every step k instead (one interpreter for a whole run).
 
 timm is not packaged for Debian, so this re-derives ModelEmaV3.get_decay and apply_update_
 (foreach=False path: ema_v.lerp_(model_v, weight=1. - decay) for floating-point tensors,
@@ -46,7 +47,10 @@ def main():
                     ema[n].lerp_(v, weight=1. - d)
                 else:
                     ema[n].copy_(v)
-    save_file(ema, out)
+        if "{k}" in out:
+            save_file(ema, out.replace("{k}", str(k)))
+    if "{k}" not in out:
+        save_file(ema, out)
 
 
 if __name__ == "__main__":
