@@ -1,18 +1,15 @@
 #!/bin/bash
-# gpu-check.sh — on a machine with an NVIDIA GPU and a pip torch (or a LibTorch archive): build
-# trainrun and its GPU tests against that LibTorch and a portable-deps prefix, run `ctest -L gpu`
-# and bench/compare's CUDA rows (pets: resnet50d fp16 channels_last; basicnet), print one table.
-# Made for a time-limited run: one command, no questions, every part reports its status and the
-# next part runs anyway; exit 0 when no part failed (skipped and not-run parts are not failures).
+# gpu-check.sh — on a machine with an NVIDIA GPU and a pip torch (or a LibTorch archive): build trainrun
+# and its GPU tests against that LibTorch and a portable-deps prefix, run `ctest -L gpu` and bench/compare's
+# CUDA rows (pets: resnet50d fp16 channels_last; basicnet), print one table. For a time-limited run: one
+# command, no questions, every part reports and the next runs anyway; exit 0 when no part failed.
 #
 #   usage, from the checkout:  scripts/gpu-check.sh [--system] [DEPS_DIR]   (default ./portable-deps)
 #
-# DEPS_DIR          a relocatable prefix of the other dependencies, made from Debian 12's packages:
-#                   PACKAGES.txt, lib/ (and lib/cmake/), include/, share/cmake/, pkgconfig.in/
-#                   (naming the prefix @TRAINRUN_DEPS@), bin/pkg-config; bench/README.md lists it
-# --system          build against Debian's LibTorch and -dev packages instead (the default when
-#                   DEPS_DIR is missing and Debian's libtorch-dev is installed): a CPU machine's
-#                   end-to-end check of this script; the GPU tests skip, the CUDA rows do not run
+# DEPS_DIR          a relocatable prefix of the other dependencies, from Debian 12's packages (PACKAGES.txt,
+#                   lib/, include/, share/cmake/, pkgconfig.in/ naming @TRAINRUN_DEPS@, bin/pkg-config)
+# --system          build against Debian's LibTorch and -dev packages instead (the default without DEPS_DIR
+#                   where libtorch-dev is installed): a CPU machine's check of this script, GPU parts skip
 # PYTHON            a python3 that imports torch (default python3): its torch is the LibTorch
 #                   built against (torch.utils.cmake_prefix_path) and runs bench's PyTorch side
 # TORCH_PREFIX      instead, a LibTorch archive: TORCH_PREFIX=/path/to/libtorch (TORCH_INCLUDE and
@@ -20,14 +17,13 @@
 # BUILD_DIR         build folder (default build-gpu)
 # OUT_DIR           the logs and the table (default $OUT when set, else BUILD_DIR/gpu-check)
 # JOBS              compile jobs (default nproc)
-# TIME_LIMIT        seconds for the whole script (default 540); each part gets what is left
-#                   after the later parts' reserve, and a part with too little left is not run
+# TIME_LIMIT        seconds for the whole script (default 540); each part gets what is left after the
+#                   later parts' reserve; a part with too little left is not run
 # BENCH_ARGS        replace bench/compare's row arguments (default: --rows basicnet,pets --rounds 1)
 # BUILD_LOCK        a file to hold with flock while compiling (shared build machines)
 # EXTRA_CMAKE_ARGS  added to the configure command (split at spaces)
 # CTEST_JOBS        tests run at once (default 4; they share the GPU)
-# CONFIGURE_ONLY=1  stop after configuring
-# TORCH_CUDA_ARCH_LIST  e.g. 9.0 (default: the first GPU's compute capability)
+# CONFIGURE_ONLY=1  stop after configuring; TORCH_CUDA_ARCH_LIST e.g. 9.0 (default: the first GPU's)
 set -uo pipefail
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2; }

@@ -71,13 +71,13 @@ bool allowed(const std::map<std::string, int>& rank, const std::string& from, co
   return rank.at(to) < rank.at(from);
 }
 
-// A header left at a path components/data/ had before its subfolders, for one release (CHANGELOG.md):
-// it includes its new path and nothing else, and nothing in the tree includes it.
+// A header left at a path components/data/ had before its subfolders, through 0.2 (CHANGELOG.md,
+// Deprecated): it includes its new path and nothing else, and nothing in the tree includes it.
 bool is_forwarding_header(const std::string& file) {
   std::ifstream in(test::source(file));
   std::string first;
   std::getline(in, first);
-  return first.find("this forwarding header stays for one release") != std::string::npos;
+  return first.find("this forwarding header stays through 0.2") != std::string::npos;
 }
 
 struct Include {

@@ -1,4 +1,5 @@
-// Moved to components/data/sources/idx.h; this forwarding header stays for one release (CHANGELOG 0.x).
+// Moved to components/data/sources/idx.h; this forwarding header stays through 0.2
+// and goes in 0.3.0 (CHANGELOG.md, Deprecated).
 #pragma once
 
 #include "components/data/sources/idx.h"

@@ -189,10 +189,7 @@ TEST(BatchTransforms, SameBatchesWhateverTheWorkers) {
   Compose to_tensor({Registry<Transform>::instance().get("to_tensor").make(Config(YAML::Load("{}")), ModelInput{})});
   std::vector<std::vector<Batch>> runs;
   for (int64_t workers : {0, 1, 3}) {
-    LoaderOptions o;
-    o.batch_size = 4;
-    o.workers = workers;
-    o.shard.seed = 9;
+    LoaderOptions o = test::loader_options(4, workers, 9);
     o.num_classes = 4;
     o.batch_transforms = {mixup("{mixup_alpha: 0.8, cutmix_alpha: 1.0}")};
     DataLoader loader(data, to_tensor, o);
