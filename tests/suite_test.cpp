@@ -1,9 +1,9 @@
 // The lists that choose parts of the suite (tests/second_stack.txt: what CI's Debian 13 stage runs;
 // tests/asan_selection.txt: what CI's AddressSanitizer run takes; tests/heavy_tests.txt: what
 // `make test-quick` leaves out), held
-// against the tests ctest really has (`ctest -N` in this build): every group is placed on the
-// second stack once, and no name or pattern of either list has gone stale (a renamed group would
-// otherwise drop out of the second stack, or back into the bounded runs, without a word).
+// against the tests ctest really has (`ctest -N` in this build): every group is placed once in
+// each of the first two, and no name or pattern of any list has gone stale (a renamed group would
+// otherwise drop out of a stage, or back into a bounded run, without a word).
 #include "test_util.h"
 
 #include <gtest/gtest.h>

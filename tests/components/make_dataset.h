@@ -10,9 +10,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
-#include <utility>
-
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainrun::test {
