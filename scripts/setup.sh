@@ -13,7 +13,7 @@ tcmalloc=libtcmalloc-minimal4
 [ "$release" -ge 13 ] && tcmalloc=libtcmalloc-minimal4t64  # the 64-bit time_t rename
 packages=(g++ cmake ninja-build ccache pkg-config zlib1g-dev libdeflate-dev libtorch-dev libgloo-dev libyaml-cpp-dev
           nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libopencv-dev libjpeg62-turbo-dev libopenblas0-openmp
-          libcurl4-openssl-dev libarchive-dev libssl-dev libelf-dev "$tcmalloc"
+          libcurl4-openssl-dev libarchive-dev libssl-dev libelf-dev libcsv-dev "$tcmalloc"
           libonnx-dev libprotobuf-dev  # ONNX export: onnx's protobuf classes and checker (runner/export/onnx.cpp)
           dataset-fashion-mnist
           dpkg-dev file)  # cpack -G DEB: dpkg-shlibdeps for the Depends line; CPack finds ELF files with `file`

@@ -1,5 +1,6 @@
 // A dataset is an indexable list of (image, label) examples. Images come out as uint8 HWC
-// tensors (what a decoder gives); transforms take them from there.
+// tensors (what a decoder gives); transforms take them from there. A multi-label dataset
+// (train.task: multilabel) gives each example a set of labels instead of one.
 #pragma once
 
 #include "components/data/data_error.h"
@@ -17,7 +18,8 @@ namespace trainrun {
 
 struct Example {
   at::Tensor image;  // uint8, H x W x C
-  int64_t label = 0;
+  int64_t label = 0;            // single-label datasets
+  std::vector<int64_t> labels;  // multi-label datasets: the example's classes, sorted (maybe none)
 };
 
 class Dataset {
@@ -26,6 +28,10 @@ class Dataset {
   virtual std::size_t size() const = 0;
   virtual Example get(std::size_t index) const = 0;  // thread-safe
   virtual int64_t label(std::size_t index) const = 0;  // without decoding the image
+  // A multi-label dataset: labels(index) is each example's set of classes, label(index) its first
+  // (or -1 for none), which nothing that counts single labels may use.
+  virtual bool multilabel() const { return false; }
+  virtual std::vector<int64_t> labels(std::size_t index) const { return {label(index)}; }
   // get(index) with the image cropped to pick(H, W): the same pixels. Image files override it to
   // decode only the box of a JPEG.
   virtual Example get_region(std::size_t index, const RegionPicker& pick) const;
@@ -46,6 +52,9 @@ struct DatasetSplits {
 // decoded. A label outside that range is a DataError.
 std::vector<int64_t> class_counts(const Dataset& d, int64_t num_classes);
 
+// Of a multi-label dataset: the examples that have each class, counts[c] for 0 .. num_classes - 1.
+std::vector<int64_t> positive_counts(const Dataset& d, int64_t num_classes);
+
 template <>
 struct Kind<Dataset> {
   static constexpr const char* name = "datasets";
@@ -62,6 +71,8 @@ class Subset : public Dataset {
   Example get(std::size_t i) const override { return base_->get(i); }
   Example get_region(std::size_t i, const RegionPicker& pick) const override { return base_->get_region(i, pick); }
   int64_t label(std::size_t i) const override { return base_->label(i); }
+  bool multilabel() const override { return base_->multilabel(); }
+  std::vector<int64_t> labels(std::size_t i) const override { return base_->labels(i); }
   std::optional<std::string> source_file(std::size_t i) const override { return base_->source_file(i); }
   const Dataset& base() const { return *base_; }
 

@@ -171,6 +171,9 @@ class Loss {
   // torch.nn.functional.cross_entropy takes them (a batch transform's soft targets).
   virtual at::Tensor operator()(const at::Tensor& output, const at::Tensor& target, bool log_probs) const = 0;
   virtual bool takes_probabilities() const { return false; }
+  // True for a loss on one sigmoid per class (bce_with_logits, asymmetric): it takes multi-hot
+  // targets (N x C float), what train.task: multilabel gives.
+  virtual bool multilabel() const { return false; }
 };
 
 // sklearn's compute_class_weight('balanced'): n_samples / (n_classes * count_c) for each class c,

@@ -59,8 +59,10 @@ int64_t print_shards(const std::string& split, const wds::ShardSet& set, int64_t
   return int64_t(problems.size());
 }
 
+// Examples per class; of a multi-label dataset, the examples that have each class.
 std::string class_counts_line(const Dataset& d, const std::vector<std::string>& classes) {
-  const std::vector<int64_t> counts = class_counts(d, int64_t(classes.size()));
+  const std::vector<int64_t> counts =
+      d.multilabel() ? positive_counts(d, int64_t(classes.size())) : class_counts(d, int64_t(classes.size()));
   std::string s;
   for (std::size_t c = 0; c < classes.size(); ++c) s += (c ? ", " : "") + classes[c] + ": " + std::to_string(counts[c]);
   return s;
@@ -328,9 +330,10 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
     unopened += print_shards("train", train->shards(), world);
     if (const auto* eval = streaming_source(*job.data.eval)) unopened += print_shards(job.data.eval_split_name, eval->shards(), world);
   } else {
-    std::cout << "  train class counts: " << class_counts_line(*job.data.train, job.data.classes) << "\n";
-    std::cout << "  " << job.data.eval_split_name << " class counts: " << class_counts_line(*job.data.eval, job.data.classes)
-              << "\n";
+    // A multi-label image counts once for each of its classes.
+    const char* what = job.data.train->multilabel() ? " images per class: " : " class counts: ";
+    std::cout << "  train" << what << class_counts_line(*job.data.train, job.data.classes) << "\n";
+    std::cout << "  " << job.data.eval_split_name << what << class_counts_line(*job.data.eval, job.data.classes) << "\n";
   }
   print_pipelines(job);
   std::cout << "steps per epoch: " << steps << " (batch " << batch << " x " << world << " process"

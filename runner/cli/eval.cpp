@@ -40,14 +40,21 @@ int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint
   shown.emplace_back("eval_examples", double(r.examples));
   spdlog::info("{}", python_dict(shown));
 
-  ClassificationReport report = classification_report(r.targets, r.ranked, job.data.classes);
-  std::cout << "\n" << report.text() << "\n" << "top-1 accuracy " << fmt::format("{:.4f}", report.accuracy)
-            << ", top-5 accuracy " << fmt::format("{:.4f}", report.top5_accuracy) << "\n";
   nlohmann::ordered_json out;
   out["checkpoint"] = checkpoint;
   out["split"] = job.data.eval_split_name;
   for (auto& [key, value] : r.metrics) out[key] = value;
-  out.update(report.json());
+  if (r.multilabel) {
+    std::cout << "\n" << multilabel_report_text(*r.multilabel, job.data.classes) << "\n"
+              << "threshold " << job.config.train.threshold << " (train.threshold)\n";
+    out["threshold"] = job.config.train.threshold;
+    out.update(multilabel_report_json(*r.multilabel, job.data.classes));
+  } else {
+    ClassificationReport report = classification_report(r.targets, r.ranked, job.data.classes);
+    std::cout << "\n" << report.text() << "\n" << "top-1 accuracy " << fmt::format("{:.4f}", report.accuracy)
+              << ", top-5 accuracy " << fmt::format("{:.4f}", report.top5_accuracy) << "\n";
+    out.update(report.json());
+  }
   // Next to the weights it describes; written whole or not at all.
   fs::path report_path = fs::path(file).parent_path() / "eval_report.json";
   try {

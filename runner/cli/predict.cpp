@@ -33,6 +33,8 @@ struct Classify {
   bool log_probs = false;
   std::vector<std::string> classes;
   bool skip_bad = false;
+  bool multilabel = false;  // sigmoid scores; `labels` lists every class above `threshold`
+  double threshold = 0.5;
 };
 
 // What predict gave: each classified image's top k, and how many images it skipped.
@@ -41,8 +43,19 @@ struct Results {
   int64_t skipped = 0;
 };
 
-// Scores are softmax probabilities; "logits" is the model's raw output (log-probabilities for
-// basicnet).
+// A multilabel prediction: every class whose sigmoid is above the threshold, by decreasing score.
+nlohmann::ordered_json predicted_labels(const at::Tensor& probs, double threshold,
+                                        const std::function<std::string(int64_t)>& label) {
+  auto [scores, indices] = probs.sort(0, /*descending=*/true);
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (int64_t k = 0; k < indices.size(0) && scores[k].item<double>() > threshold; ++k)
+    out.push_back({{"label", label(indices[k].item<int64_t>())}, {"index", indices[k].item<int64_t>()},
+                   {"score", scores[k].item<double>()}});
+  return out;
+}
+
+// Scores are softmax probabilities, or a multilabel model's sigmoids; "logits" is the model's raw
+// output (log-probabilities for basicnet).
 Results predict_images(const Classify& model, int64_t top_k, const std::vector<std::string>& images) {
   Results results;
   torch::NoGradGuard no_grad;
@@ -58,7 +71,7 @@ Results predict_images(const Classify& model, int64_t top_k, const std::vector<s
     }
     Rng rng(0);  // eval transforms draw nothing
     at::Tensor out = model.forward(model.transforms(pixels, rng).unsqueeze(0))[0].to(at::kFloat).cpu();
-    at::Tensor probs = model.log_probs ? out.exp() : out.softmax(0);
+    at::Tensor probs = model.multilabel ? out.sigmoid() : model.log_probs ? out.exp() : out.softmax(0);
     auto [scores, indices] = probs.topk(std::min<int64_t>(top_k, probs.size(0)));
     auto label = [&](int64_t i) { return std::size_t(i) < model.classes.size() ? model.classes[std::size_t(i)] : std::to_string(i); };
     TopK row{image, {}, {}, {}};
@@ -70,8 +83,14 @@ Results predict_images(const Classify& model, int64_t top_k, const std::vector<s
       topk.push_back({{"label", row.label.back()}, {"index", row.index.back()}, {"score", row.prob.back()}});
     }
     std::vector<double> logits(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
-    nlohmann::ordered_json line{{"file", image}, {"label", topk[0]["label"]}, {"index", topk[0]["index"]},
-                                {"score", topk[0]["score"]}, {"topk", topk}, {"logits", logits}};
+    nlohmann::ordered_json line{{"file", image}};
+    if (model.multilabel) {
+      line["labels"] = predicted_labels(probs, model.threshold, label);
+      line["threshold"] = model.threshold;
+    } else {
+      line.update({{"label", topk[0]["label"]}, {"index", topk[0]["index"]}, {"score", topk[0]["score"]}});
+    }
+    line.update({{"topk", topk}, {"logits", logits}});
     std::cout << line.dump() << std::endl;
     results.rows.push_back(std::move(row));
   }
@@ -99,7 +118,7 @@ Results predict_with_recipe(const std::vector<std::string>& args, const std::str
   const std::string device = job.device;
   Classify model{job.eval_transforms, [&job, device](const at::Tensor& x) { return job.model->forward(x.to(device)); },
                  job.model->input_config().input_size.at(0), job.model->outputs_log_probs(), job.data.classes,
-                 job.config.data.skip_bad_files};
+                 job.config.data.skip_bad_files, job.config.train.task == "multilabel", job.config.train.threshold};
   return predict_images(model, top_k, images);
 }
 
@@ -118,7 +137,8 @@ Results predict_with_export(const std::string& path, int64_t top_k, const std::v
   ExportedPipeline pipeline = exported_pipeline(extra["trainrun.json"], extra["labels.json"], path);
   at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
   Classify model{pipeline.eval_transforms, [&module](const at::Tensor& x) { return module.forward({x}).toTensor(); },
-                 pipeline.channels, pipeline.log_probs, pipeline.classes, /*skip_bad=*/true};
+                 pipeline.channels, pipeline.log_probs, pipeline.classes, /*skip_bad=*/true, pipeline.multilabel,
+                 pipeline.threshold};
   return predict_images(model, top_k, images);
 }
 

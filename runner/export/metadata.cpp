@@ -97,6 +97,10 @@ std::map<std::string, std::string> export_metadata(const Job& job, const std::st
   info["model"] = job.recipe.root["model"]["name"].as<std::string>();
   info["num_classes"] = job.recipe.root["model"]["num_classes"].as<int64_t>();
   info["outputs"] = job.model->outputs_log_probs() ? "log_probs" : "logits";
+  const bool multilabel = job.config.train.task == "multilabel";
+  info["task"] = job.config.train.task;
+  info["activation"] = multilabel ? "sigmoid" : "softmax";
+  if (multilabel) info["threshold"] = job.config.train.threshold;
   info["input_size"] = input.input_size;
   info["model_mean"] = input.mean;
   info["model_std"] = input.std;
@@ -120,6 +124,8 @@ ExportedPipeline exported_pipeline(const std::string& trainrun_json, const std::
   try {
     out.channels = info.at("input_size").at(0).get<int64_t>();
     out.log_probs = info.at("outputs").get<std::string>() == "log_probs";
+    out.multilabel = info.value("task", "single_label") == "multilabel";  // exports before 0.2 have no task
+    out.threshold = info.value("threshold", 0.5);
     ModelInput model{info.at("model_mean").get<std::vector<double>>(), info.at("model_std").get<std::vector<double>>()};
     out.eval_transforms = build_transforms(yaml_of(info.at("eval_transforms")), model, file + ": trainrun.json eval_transforms");
   } catch (const nlohmann::json::exception& e) {

@@ -1,7 +1,10 @@
 // What an exported model carries beside its graph and weights, so it classifies images without
 // the recipe (TorchScript extra files, ONNX metadata_props; README "Export and serve"):
 //   trainrun.json    {format, trainrun_version, model, num_classes, outputs: logits | log_probs,
-//                     input_size [C, H, W], eval_transforms (the resolved recipe's list), weights}
+//                     task: single_label | multilabel, activation: softmax | sigmoid (what turns the
+//                     outputs into scores), threshold (multilabel: a class is predicted where its
+//                     sigmoid is above it), input_size [C, H, W], eval_transforms (the resolved
+//                     recipe's list), weights}
 //   preprocess.json  the eval preprocessing in torchvision/timm terms: {input_size, interpolation,
 //                     resize, crop, crop_pct, mean, std} (null where the pipeline has no such step)
 //   labels.json      {"0": "class name", ...}, as a run writes it
@@ -29,6 +32,8 @@ struct ExportedPipeline {
   Compose eval_transforms;
   int64_t channels = 3;
   bool log_probs = false;
+  bool multilabel = false;  // sigmoid scores, every class above `threshold` predicted
+  double threshold = 0.5;
   std::vector<std::string> classes;
 };
 ExportedPipeline exported_pipeline(const std::string& trainrun_json, const std::string& labels_json, const std::string& file);

@@ -69,11 +69,18 @@ Compose build_transforms(const YAML::Node& list, const ModelInput& model, const 
 namespace {
 
 // data.batch_transforms; the loss must take the probability targets they make.
+// Multi-hot targets are mixed as they are: label smoothing, which timm applies to class indices
+// only, would be silently ignored, so it is refused.
 std::vector<std::shared_ptr<BatchTransform>> build_batch_transforms(YAML::Node list, const Loss& loss,
-                                                                    const YAML::Node& loss_node) {
+                                                                    const YAML::Node& loss_node, bool multilabel) {
   std::vector<std::shared_ptr<BatchTransform>> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string name = list[i].begin()->first.as<std::string>(), path = "data.batch_transforms[" + std::to_string(i) + "]";
+    const YAML::Node smoothing = list[i].begin()->second["label_smoothing"];
+    if (multilabel && smoothing && smoothing.IsScalar() && smoothing.as<double>() != 0.0)
+      throw RecipeError(path + "." + name + ".label_smoothing: " + smoothing.Scalar() +
+                        ", but train.task: multilabel mixes multi-hot targets as they are (timm smooths class "
+                        "indices only); set it to 0");
     try {
       out.push_back(Registry<BatchTransform>::instance().get(name).make(Config(list[i].begin()->second, path + "." + name)));
     } catch (const std::invalid_argument& e) {
@@ -223,7 +230,13 @@ Job build_job(Recipe recipe, const JobOptions& options) {
   } catch (const std::invalid_argument& e) {
     throw RecipeError(e.what());
   }
-  job.batch_transforms = build_batch_transforms(root["data"]["batch_transforms"], *job.loss, root["train"]["loss"]);
+  const bool multilabel = job.config.train.task == "multilabel";
+  // (bce_with_logits trains single-label runs too, as timm's --bce-loss: class indices become one-hot rows.)
+  if (multilabel && !job.loss->multilabel())
+    throw RecipeError("train.loss: " + root["train"]["loss"]["name"].as<std::string>() +
+                      " is a softmax loss, but train.task is multilabel (use bce_with_logits or asymmetric)");
+  job.batch_transforms =
+      build_batch_transforms(root["data"]["batch_transforms"], *job.loss, root["train"]["loss"], multilabel);
   return job;
 }
 

@@ -47,7 +47,9 @@ struct TrainConfig {
   int64_t log_every_steps;
   std::string eval_every;             // epoch | never | N optimizer steps
   int64_t eval_steps;                 // N, when eval_every is a number
-  std::vector<std::string> metrics;   // accuracy, top5
+  std::string task;                   // single_label | multilabel
+  std::vector<std::string> metrics;   // task_metric_names()
+  double threshold;                   // multilabel: the sigmoid above which a class is predicted
   std::optional<EmaOptions> ema;      // null: no EMA
   // activation_checkpointing: the stages recomputed in backward, as written ([] = none); `true`
   // = every stage of the model, which the job resolves into the list.
@@ -73,6 +75,10 @@ struct ComponentConfig {
 // eval_top5 and, with train.ema, the EMA weights' eval_ema_* (`accuracy` is short for
 // eval_accuracy, `ema_loss` for eval_ema_loss, as the Trainer's metric_for_best_model).
 std::vector<std::string> evaluation_metric_choices();
+// What train.metrics takes: accuracy, top5 (single-label) and the multi-label metrics.
+std::vector<std::string> task_metric_names();
+// Why `metric` (a short name: map, top5) is not one of `task`'s; "" when it is.
+std::string metric_task_mismatch(const std::string& task, const std::string& metric);
 std::string evaluation_metric_name(const std::string& written);
 // Why the evaluations of a run with `train` do not report `metric` (a full name): "eval_ema_loss
 // is an EMA metric, but train.ema is null"; "" when they do.

@@ -7,6 +7,7 @@
 #include "runner/recipe/run_config.h"
 
 #include "registry/section_spec.h"
+#include "runner/logging/multilabel_metrics.h"
 #include "components/optim/optim.h"
 
 #include <algorithm>
@@ -98,8 +99,17 @@ SectionSpec<TrainConfig> declare_train() {
              t.eval_steps = steps_of(t.eval_every);
            })
       .min(1).choices({"epoch", "never"})
-      .key("metrics", &T::metrics, Type::StringList, Node(std::vector<std::string>{"accuracy"}), "evaluation metrics")
-      .choices({"accuracy", "top5"})
+      .key("task", &T::task, Type::String, Node("single_label"),
+           "single_label: one class per image (softmax); multilabel: a set of classes per image, one sigmoid "
+           "per class (a multi-label dataset and a loss such as bce_with_logits)")
+      .choices({"single_label", "multilabel"})
+      .key("metrics", &T::metrics, Type::StringList, Node(std::vector<std::string>{"accuracy"}),
+           "evaluation metrics; single_label: accuracy, top5; multilabel: accuracy (every label right), map, "
+           "map_micro, f1_macro, f1_micro, f1_samples, precision, recall (macro, at train.threshold)")
+      .choices(task_metric_names())
+      .key("threshold", &T::threshold, Type::Float, yaml("0.5"),
+           "multilabel: a class is predicted where its sigmoid is above this (F1, precision, recall, accuracy)")
+      .range(0, 1)
       .key("ema", Type::Map, Node(),
            "an exponential moving average of the weights, timm's ModelEmaV3 (`describe recipe/train.ema`); "
            "evaluated beside the weights as eval_ema_*, saved as model_ema.safetensors; null = none",
@@ -311,13 +321,34 @@ std::string evaluation_metric_name(const std::string& m) { return m.rfind("eval_
 
 std::vector<std::string> evaluation_metric_choices() {
   std::vector<std::string> out;
-  for (const char* prefix : {"eval_", "", "eval_ema_", "ema_"})
-    for (const char* m : {"loss", "accuracy", "top5"}) out.push_back(std::string(prefix) + m);
+  for (const char* prefix : {"eval_", "", "eval_ema_", "ema_"}) {
+    out.push_back(std::string(prefix) + "loss");
+    for (const std::string& m : task_metric_names()) out.push_back(prefix + m);
+  }
   return out;
+}
+
+std::vector<std::string> task_metric_names() {
+  std::vector<std::string> out = {"accuracy", "top5"};
+  for (const std::string& m : multilabel_metric_names())
+    if (m != "accuracy") out.push_back(m);
+  return out;
+}
+
+std::string metric_task_mismatch(const std::string& task, const std::string& metric) {
+  const auto& multi = multilabel_metric_names();
+  const bool multilabel_only = metric != "accuracy" && std::find(multi.begin(), multi.end(), metric) != multi.end();
+  if (task == "multilabel" && metric == "top5") return "top5 is a single-label metric, but train.task is multilabel";
+  if (task != "multilabel" && multilabel_only) return metric + " is a multi-label metric, but train.task is " + task;
+  return "";
 }
 
 // The EMA is evaluated for its loss and train.metrics (runner/train/callbacks/ema.cpp).
 std::string unevaluated_metric(const TrainConfig& train, const std::string& metric) {
+  for (const char* prefix : {"eval_ema_", "eval_"})
+    if (metric.rfind(prefix, 0) == 0)
+      if (std::string why = metric_task_mismatch(train.task, metric.substr(std::string(prefix).size())); !why.empty())
+        return metric + ": " + why;
   const std::string ema = "eval_ema_";
   if (metric.rfind(ema, 0) != 0) return "";
   if (!train.ema) return metric + " is an EMA metric, but train.ema is null";
@@ -341,6 +372,8 @@ RunConfig RunConfig::from(const YAML::Node& root) {
   }
   if (std::string why = unevaluated_metric(c.train, c.output.best_metric); !why.empty())
     throw RecipeError("output.best_metric: " + why);
+  for (const std::string& m : c.train.metrics)
+    if (std::string why = metric_task_mismatch(c.train.task, m); !why.empty()) throw RecipeError("train.metrics: " + why);
   return c;
 }
 

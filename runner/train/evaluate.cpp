@@ -11,6 +11,17 @@
 
 namespace trainrun {
 
+namespace {
+
+// This rank's rows (N x classes), concatenated with every other rank's in rank order.
+at::Tensor gathered(const std::vector<at::Tensor>& parts, const Job& job, const Accelerator& acc) {
+  const int64_t classes = int64_t(job.data.classes.size());
+  at::Tensor mine = parts.empty() ? at::zeros({0, classes}, at::kFloat).to(acc.device()) : at::cat(parts);
+  return acc.gather_for_metrics(mine).cpu();
+}
+
+}  // namespace
+
 EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
                     bool keep_predictions) {
   auto start = std::chrono::steady_clock::now();
@@ -20,6 +31,8 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
   // (loss x n, correct, top-5, n) so a batch costs no wait for the device.
   at::Tensor sums = at::zeros({4}, at::TensorOptions().dtype(at::kDouble).device(acc.device()));
   EvalResult r;
+  const bool multilabel = job.config.train.task == "multilabel";
+  std::vector<at::Tensor> scores, truths;  // multilabel: this rank's sigmoids and multi-hot targets
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     // Non-blocking from the loader's pinned batches on CUDA (loader_options); a plain copy on a CPU.
@@ -33,6 +46,13 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     }
     out = out.to(at::kFloat);
     double n = double(y.size(0));
+    if (multilabel) {  // the metrics need every score: kept, and counted after the pass
+      sums.narrow(0, 0, 1).add_(loss(out, y, model.outputs_log_probs()).to(at::kDouble) * n);
+      sums.narrow(0, 3, 1).add_(n);
+      scores.push_back(torch::sigmoid(out));
+      truths.push_back(y.to(at::kFloat));
+      continue;
+    }
     int64_t k = std::min<int64_t>(5, out.size(1));
     at::Tensor ranked = std::get<1>(out.topk(k, 1));
     sums += at::stack({loss(out, y, model.outputs_log_probs()).to(at::kDouble) * n,
@@ -48,11 +68,16 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
   }
   at::Tensor totals = acc.reduce_sum(sums);
   auto t = totals.accessor<double, 1>();
-  double runtime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.examples = int64_t(t[3]);
   r.metrics["eval_loss"] = t[3] > 0 ? t[0] / t[3] : NAN;
   r.metrics["eval_accuracy"] = t[3] > 0 ? t[1] / t[3] : NAN;
   r.metrics["eval_top5"] = t[3] > 0 ? t[2] / t[3] : NAN;
+  if (multilabel) {
+    r.metrics.erase("eval_top5");
+    r.multilabel = evaluate_multilabel(gathered(scores, job, acc), gathered(truths, job, acc), {job.config.train.threshold});
+    for (const auto& [name, value] : r.multilabel->metrics) r.metrics["eval_" + name] = value;
+  }
+  const double runtime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.metrics["eval_runtime"] = runtime;
   r.metrics["eval_samples_per_second"] = t[3] / runtime;
   return r;
@@ -61,14 +86,16 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
 nlohmann::ordered_json eval_line(const EvalResult& r, const std::vector<std::string>& metrics, int64_t step,
                                  double epoch) {
   nlohmann::ordered_json line;
-  const std::vector<std::string> own = {"eval_loss", "eval_accuracy", "eval_top5", "eval_runtime", "eval_samples_per_second"};
+  std::vector<std::string> own = {"eval_loss"};
+  for (const std::string& m : task_metric_names()) own.push_back("eval_" + m);
+  own.insert(own.end(), {"eval_runtime", "eval_samples_per_second"});
   for (const std::string& key : own) {
     if (key == "eval_runtime")  // what callbacks added (eval_ema_*) follows the evaluation's own metrics
       for (const auto& [extra, v] : r.metrics)
         if (std::find(own.begin(), own.end(), extra) == own.end()) line[extra] = v;
-    bool wanted = key != "eval_accuracy" && key != "eval_top5";
+    bool wanted = key == "eval_loss" || key == "eval_runtime" || key == "eval_samples_per_second";
     for (auto& m : metrics) wanted |= "eval_" + m == key;
-    if (wanted) line[key] = r.metrics.at(key);
+    if (wanted && r.metrics.count(key)) line[key] = r.metrics.at(key);
   }
   line["eval_examples"] = r.examples;
   line["epoch"] = epoch;

@@ -2,12 +2,14 @@
 #pragma once
 
 #include "runner/distributed/accelerator.h"
+#include "runner/logging/multilabel_metrics.h"
 #include "runner/recipe/job.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ struct EvalResult {
   // classes by decreasing score, for the classification report.
   std::vector<int64_t> targets;
   std::vector<std::vector<int64_t>> ranked;
+  // train.task: multilabel: every class's AP, F1, precision and recall over the whole eval split
+  // (the scores gathered from every rank); eval_map & co are in `metrics`.
+  std::optional<MultilabelEvaluation> multilabel;
 };
 
 // One pass over this rank's eval shard, summed over ranks: every example counts once.

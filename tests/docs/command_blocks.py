@@ -22,6 +22,8 @@ command to the first rule that takes it:
 - `srun`, `mpirun`: the program after the launcher's options by these rules (the launchers
   themselves are run by the Slurm/Mpirun tests, against a slurmctld and Open MPI they start).
 - `make TARGET ...`: `make -n TARGET` in the source tree (the target exists and resolves).
+- `scripts/tiled-fashion-mnist.py ...`: run as written in the work folder (the multi-label page's
+  data, which its next commands check).
 - `ctest -L LABEL`: `ctest -N -L LABEL` lists at least one test.
 - a `#!/bin/bash` block (an sbatch script): `bash -n`, and its `srun` lines by the rules.
 - the rest is listed in NOT_RUN with the reason and, where one does, the test that runs the same
@@ -61,6 +63,8 @@ NOT_RUN = [
      "Debian 13's contrib/non-free CUDA packages: not in this machine's sources (docs/guides/gpu.md's table has the builds against them)"),
     (r"^scripts/gpu-check\.sh ", "needs a GPU machine; checked here with bash -n"),
     (r"^build/custom_loop( &)?$", "Distributed.CustomLoopExampleTrainsAndGathersEveryTestExample runs this pair of ranks"),
+    (r"^apt-get install dataset-fashion-mnist python3-numpy python3-pil$",
+     "scripts/setup.sh --test installs them (python3-pil with python3-torchvision); the tests run the script with them"),
     (r"^tensorboard --logdir ", "TensorBoard is not packaged in Debian; tests/logging/tfevents_test.cpp decodes the files it reads"),
 ]
 
@@ -289,6 +293,12 @@ def handle(page, line, command, env=None):
     args = trainrun_args(words[:1])
     if args is not None:
         return check_trainrun(page, line, command, words[1:], env)
+    if head == "scripts/tiled-fashion-mnist.py":  # makes the multi-label page's data: run as written
+        r = run([sys.executable, os.path.join(SRC, head)] + words[1:])
+        if r.returncode != 0:
+            failures.append(f"{page}:{line}: {command}: exit {r.returncode}: {r.stderr.strip()}")
+        say(page, line, "ran" if r.returncode == 0 else "FAILED ran", command)
+        return
     if head == "make":
         target = [w for w in words[1:] if "=" not in w] or ["demo"]
         r = run(["make", "-n", "-C", SRC] + target)

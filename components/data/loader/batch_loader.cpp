@@ -101,7 +101,7 @@ BatchLoader::Loaded BatchLoader::load_example(int64_t i, int64_t epoch, const at
   }
   at::Tensor x = crop_first ? transforms_.from(1, first->after_crop(ex.image, rng), rng, slot)
                             : transforms_.from(0, ex.image, rng, slot);
-  return {x, ex.label, {}};
+  return {x, ex.label, {}, std::move(ex.labels)};
 }
 
 at::Tensor BatchLoader::allocate_inputs(int64_t n) const {
@@ -117,6 +117,24 @@ at::Tensor BatchLoader::slot(const at::Tensor& inputs, std::size_t k) {
   return inputs.defined() ? inputs.select(0, int64_t(k)) : at::Tensor();
 }
 
+namespace {
+
+// Rows of `classes` floats, 1 at each example's labels.
+at::Tensor multi_hot(const std::vector<const std::vector<int64_t>*>& sets, int64_t classes) {
+  at::Tensor out = at::zeros({int64_t(sets.size()), classes}, at::kFloat);
+  auto rows = out.accessor<float, 2>();
+  for (std::size_t i = 0; i < sets.size(); ++i)
+    for (int64_t c : *sets[i]) {
+      if (c < 0 || c >= classes)
+        throw DataError("an example has label " + std::to_string(c) + ", outside the " + std::to_string(classes) +
+                        " classes");
+      rows[int64_t(i)][c] = 1.0f;
+    }
+  return out;
+}
+
+}  // namespace
+
 Batch BatchLoader::collate(const std::vector<Loaded>& examples, const at::Tensor& inputs, int64_t batch_index,
                            int64_t epoch) const {
   bool in_place = inputs.defined();
@@ -124,14 +142,17 @@ Batch BatchLoader::collate(const std::vector<Loaded>& examples, const at::Tensor
     in_place = examples[k].input.defined() && examples[k].input.data_ptr() == slot(inputs, k).data_ptr();
   std::vector<at::Tensor> images;
   std::vector<int64_t> labels;
+  std::vector<const std::vector<int64_t>*> label_sets;
   images.reserve(examples.size());
   for (const Loaded& e : examples) {
     if (!e.input.defined()) continue;
     images.push_back(e.input);
     labels.push_back(e.label);
+    label_sets.push_back(&e.labels);
   }
   if (images.empty()) throw DataError("every example of a batch is unreadable, the last: " + examples.back().error);
-  Batch batch{in_place ? inputs : at::stack(images), at::tensor(labels, at::kLong)};
+  Batch batch{in_place ? inputs : at::stack(images),
+              dataset_->multilabel() ? multi_hot(label_sets, options_.num_classes) : at::tensor(labels, at::kLong)};
   if (!options_.batch_transforms.empty()) {
     Rng rng = batch_rng(uint64_t(options_.shard.seed), epoch, options_.shard.rank, batch_index);
     const BatchContext context{options_.num_classes, epoch, batch_index};

@@ -64,7 +64,8 @@ class BatchLoader {
   struct Loaded {  // one example after its transforms; input undefined when skipped
     at::Tensor input;
     int64_t label = 0;
-    std::string error;  // why it was skipped
+    std::string error;            // why it was skipped
+    std::vector<int64_t> labels;  // a multi-label dataset's
   };
   struct PendingBatch;
   // `slot`: the example's place in its batch's preallocated inputs (or undefined); `raw`: the
@@ -72,7 +73,8 @@ class BatchLoader {
   Loaded load_example(int64_t index, int64_t epoch, const at::Tensor& slot, const wds::RawSample* raw) const;
   at::Tensor allocate_inputs(int64_t examples) const;
   static at::Tensor slot(const at::Tensor& inputs, std::size_t k);
-  // The batch's examples stacked (or already in `inputs`), then the batch transforms.
+  // The batch's examples stacked (or already in `inputs`) with their targets (class indices, or
+  // multi-hot rows of num_classes for a multi-label dataset), then the batch transforms.
   Batch collate(const std::vector<Loaded>& examples, const at::Tensor& inputs, int64_t batch_index, int64_t epoch) const;
   static Batch pinned(Batch batch);
   void post(std::shared_ptr<PendingBatch> batch, int64_t batch_index);

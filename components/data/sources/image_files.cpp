@@ -11,19 +11,34 @@
 
 namespace trainrun {
 
-Example ImageFiles::get(std::size_t i) const { return {decode_image(paths_.at(i), channels_), labels_.at(i)}; }
+ImageFiles::ImageFiles(std::vector<std::string> paths, std::vector<std::vector<int64_t>> label_sets, int64_t channels)
+    : paths_(std::move(paths)), label_sets_(std::move(label_sets)), channels_(channels), multilabel_(true) {
+  for (const auto& set : label_sets_) labels_.push_back(set.empty() ? -1 : set.front());
+}
+
+std::vector<int64_t> ImageFiles::labels(std::size_t i) const {
+  return multilabel_ ? label_sets_.at(i) : std::vector<int64_t>{labels_.at(i)};
+}
+
+Example ImageFiles::get(std::size_t i) const {
+  return {decode_image(paths_.at(i), channels_), labels_.at(i), multilabel_ ? label_sets_.at(i) : std::vector<int64_t>{}};
+}
 
 Example ImageFiles::get_region(std::size_t i, const RegionPicker& pick) const {
-  return {decode_image_region(paths_.at(i), channels_, pick), labels_.at(i)};
+  return {decode_image_region(paths_.at(i), channels_, pick), labels_.at(i),
+          multilabel_ ? label_sets_.at(i) : std::vector<int64_t>{}};
 }
 
 std::shared_ptr<ImageFiles> ImageFiles::select(const std::vector<int64_t>& indices) const {
   std::vector<std::string> paths;
   std::vector<int64_t> labels;
+  std::vector<std::vector<int64_t>> sets;
   for (int64_t i : indices) {
     paths.push_back(paths_.at(std::size_t(i)));
     labels.push_back(labels_.at(std::size_t(i)));
+    if (multilabel_) sets.push_back(label_sets_.at(std::size_t(i)));
   }
+  if (multilabel_) return std::make_shared<ImageFiles>(std::move(paths), std::move(sets), channels_);
   return std::make_shared<ImageFiles>(std::move(paths), std::move(labels), channels_);
 }
 

@@ -1,5 +1,6 @@
-// What pets_folder and image_folder build: a list of image files with labels. Paths, not
-// pixels, are held; an image is decoded when the loader asks for it.
+// What pets_folder, image_folder and image_csv build: a list of image files with labels (one per
+// image, or a set per image for a multi-label image_csv). Paths, not pixels, are held; an image is
+// decoded when the loader asks for it.
 #pragma once
 
 #include "components/data/dataset.h"
@@ -14,10 +15,14 @@ class ImageFiles : public Dataset {
  public:
   ImageFiles(std::vector<std::string> paths, std::vector<int64_t> labels, int64_t channels)
       : paths_(std::move(paths)), labels_(std::move(labels)), channels_(channels) {}
+  // Multi-label: each image's set of classes.
+  ImageFiles(std::vector<std::string> paths, std::vector<std::vector<int64_t>> label_sets, int64_t channels);
   std::size_t size() const override { return paths_.size(); }
   Example get(std::size_t i) const override;
   Example get_region(std::size_t i, const RegionPicker& pick) const override;
   int64_t label(std::size_t i) const override { return labels_.at(i); }
+  bool multilabel() const override { return multilabel_; }
+  std::vector<int64_t> labels(std::size_t i) const override;
   const std::string& path(std::size_t i) const { return paths_.at(i); }
   std::optional<std::string> source_file(std::size_t i) const override { return paths_.at(i); }
 
@@ -26,8 +31,10 @@ class ImageFiles : public Dataset {
 
  private:
   std::vector<std::string> paths_;
-  std::vector<int64_t> labels_;
+  std::vector<int64_t> labels_;                  // the first of each set when multilabel_ (-1: none)
+  std::vector<std::vector<int64_t>> label_sets_;  // multilabel_ only
   int64_t channels_;
+  bool multilabel_ = false;
 };
 
 // A seeded train/eval split as the Accelerate cv_example makes it: perm =
