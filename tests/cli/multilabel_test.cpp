@@ -104,6 +104,13 @@ TEST(Multilabel, TaskDataAndLossMismatchesAreOneLineEach) {
   refused("train.loss.pos_weight=[1,2]", "train.loss.pos_weight: 2 weights for 10 classes");
   auto ok = test::run(test::trainrun("check " + recipe + " train.loss.pos_weight=auto"));
   EXPECT_EQ(ok.code, 0) << ok.err;
+  // A shard's cls holds one class: refused, not cut to each image's first label.
+  auto shards = test::run(test::trainrun("shards " + recipe + " --output " + (dir / "shards")));
+  EXPECT_EQ(shards.code, 2) << shards.err;
+  EXPECT_NE(shards.err.find("gives a set of labels per image, and trainrun shards writes one class per sample"),
+            std::string::npos)
+      << shards.err;
+  EXPECT_FALSE(fs::exists(dir / "shards"));
 }
 
 }  // namespace
