@@ -87,6 +87,38 @@ TEST(Multilabel, RecipeTrainsOnTiledFashionMnistAndEvalPrintsTheTable) {
   EXPECT_EQ(seen, 2);
 }
 
+// Exact resume: a run given a second epoch continues from its checkpoint with the same losses and
+// the same multi-label metrics as a run of two epochs straight (the targets come from the loader,
+// so nothing multi-label is in the checkpoint).
+TEST(Multilabel, ARunResumedForASecondEpochEqualsTheUninterruptedOne) {
+  test::TempDir dir;
+  const std::string recipe = recipe_on_tiles(dir, 192) + " train.log_every_steps=1";
+  auto straight = test::run(test::trainrun(recipe + " train.epochs=2 output.dir=" + (dir / "a")));
+  ASSERT_EQ(straight.code, 0) << straight.err;
+  auto first = test::run(test::trainrun(recipe + " train.epochs=1 output.dir=" + (dir / "b")));
+  ASSERT_EQ(first.code, 0) << first.err;
+  auto resumed = test::run(test::trainrun(recipe + " train.epochs=2 output.dir=" + (dir / "b")));
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE((resumed.out + resumed.err).find("Continuing training from global step 3"), std::string::npos)
+      << resumed.out << resumed.err;
+  auto second_epoch = [](const std::string& metrics) {
+    std::vector<nlohmann::json> out;
+    for (auto line : test::read_jsonl(metrics))
+      if (line["epoch"].get<double>() > 1.0 && (line.contains("loss") || line.contains("eval_map"))) {
+        for (const char* timing : {"eval_runtime", "eval_samples_per_second", "data_wait_s", "elapsed_s",
+                                   "samples_per_second", "step_time_s"})
+          line.erase(timing);
+        out.push_back(line);
+      }
+    return out;
+  };
+  const auto a = second_epoch(dir / "a/metrics.jsonl"), b = second_epoch(dir / "b/metrics.jsonl");
+  ASSERT_GE(a.size(), 4u);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].dump(), b[i].dump());
+  EXPECT_TRUE(a.back().contains("eval_map")) << a.back().dump();
+}
+
 TEST(Multilabel, TaskDataAndLossMismatchesAreOneLineEach) {
   test::TempDir dir;
   const std::string recipe = recipe_on_tiles(dir, 40);
