@@ -17,10 +17,7 @@ using test::picture;
 // The dataset with `keys` (YAML flow-map entries) and the schema's defaults for the rest.
 DatasetSplits image_csv(const std::string& keys) {
   const auto& entry = Registry<Dataset>::instance().get("image_csv");
-  YAML::Node cfg = YAML::Load("{" + keys + "}");
-  for (const auto& p : entry.schema.params())
-    if (!cfg[p.name]) cfg[p.name] = YAML::Clone(p.default_value);
-  return entry.make(Config(cfg, "data.dataset"));
+  return entry.make(Config(test::with_defaults(entry.schema, YAML::Load("{" + keys + "}")), "data.dataset"));
 }
 
 // root/img/a.jpg ... e.jpg (five pictures) and `labels` as the file `name`.

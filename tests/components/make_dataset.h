@@ -1,6 +1,7 @@
 #pragma once
 // A dataset built through the registry, as a recipe's data.dataset section builds it; an epoch
-// of a loader's batches; transforms built as a recipe names them; a small picture to decode.
+// of a loader's batches; transforms built as a recipe names them; a small picture to decode; a
+// section with its schema's defaults.
 #include "components/data/dataset.h"
 #include "components/data/loader/loader.h"
 #include "components/data/transform.h"
@@ -31,6 +32,13 @@ inline std::vector<Batch> load_epoch(DataLoader& loader, int64_t e) {
   loader.start_epoch(e);
   while (auto b = loader.next()) out.push_back(*b);
   return out;
+}
+
+// `node` with the schema's defaults for the keys it lacks, as the recipe engine fills a section.
+inline YAML::Node with_defaults(const Schema& schema, YAML::Node node) {
+  for (const auto& p : schema.params())
+    if (!node[p.name]) node[p.name] = YAML::Clone(p.default_value);
+  return node;
 }
 
 inline DatasetSplits make_dataset(const std::string& name, const std::string& params) {

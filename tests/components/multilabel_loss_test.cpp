@@ -4,6 +4,7 @@
 // the timm commit the file names, on inputs both sides build from one formula (float64).
 #include "components/optim/optim.h"
 
+#include "make_dataset.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -38,10 +39,7 @@ nlohmann::json reference() {
 // The loss with `config`'s keys and the schema's defaults for the others, as a recipe makes it.
 std::shared_ptr<Loss> make_loss(const std::string& name, const nlohmann::json& config) {
   const auto& entry = Registry<Loss>::instance().get(name);
-  YAML::Node cfg = YAML::Load(config.empty() ? "{}" : config.dump());
-  for (const auto& p : entry.schema.params())
-    if (!cfg[p.name]) cfg[p.name] = YAML::Clone(p.default_value);
-  return entry.make(Config(cfg, "train.loss"));
+  return entry.make(Config(test::with_defaults(entry.schema, YAML::Load(config.empty() ? "{}" : config.dump())), "train.loss"));
 }
 
 TEST(MultilabelLoss, EqualsTimmsOnTheSameLogitsAndTargets) {

@@ -2,6 +2,7 @@
 // lam * y_i + (1 - lam) * y_j (the rows as they are: timm smooths class indices only).
 #include "components/data/batch_transform.h"
 
+#include "make_dataset.h"
 #include "test_util.h"
 
 #include <torch/torch.h>
@@ -11,10 +12,10 @@ namespace {
 
 TEST(MultilabelMixup, MultiHotRowsAreMixedAsTheImagesAre) {
   const auto& entry = Registry<BatchTransform>::instance().get("mixup");
-  YAML::Node node = YAML::Load("{mixup_alpha: 1.0, cutmix_alpha: 0.0, prob: 1.0, mode: batch, label_smoothing: 0.0}");
-  for (const auto& p : entry.schema.params())
-    if (!node[p.name]) node[p.name] = YAML::Clone(p.default_value);
-  auto mixup = entry.make(Config(node, "data.mixup"));
+  auto mixup = entry.make(Config(
+      test::with_defaults(entry.schema,
+                          YAML::Load("{mixup_alpha: 1.0, cutmix_alpha: 0.0, prob: 1.0, mode: batch, label_smoothing: 0.0}")),
+      "data.mixup"));
   torch::manual_seed(4);
   const at::Tensor images = torch::rand({4, 3, 8, 8});
   const at::Tensor hot = torch::tensor({{1.f, 0.f, 1.f, 0.f, 0.f}, {0.f, 1.f, 0.f, 0.f, 0.f},
