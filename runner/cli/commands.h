@@ -34,12 +34,13 @@ struct TrainState {
 // `trainrun RECIPE.yaml [overrides]`; `argv` relaunches us as the workers.
 int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state);
 int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download, int64_t steps_per_epoch);
-int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint);
+// `tune_thresholds` (multilabel): thresholds.json from the eval split (runner/io/thresholds.h).
+int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint, bool tune_thresholds);
 // `args` is `RECIPE [overrides] [IMAGE...]`, or only images with `exported` (--model); `images`
 // are those given with --images (files, folders, patterns: predict_files.h); `output` empty: no
-// results file.
+// results file; `threshold` NaN: the model's own (multilabel).
 int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& exported,
-                int64_t top_k, const std::vector<std::string>& images, const std::string& output);
+                int64_t top_k, const std::vector<std::string>& images, const std::string& output, double threshold);
 // `format`: torchscript | onnx; `output` empty: beside the weights.
 int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
                const std::string& output, bool ema);

@@ -4,6 +4,7 @@
 #include "runner/cli/commands.h"
 
 #include "components/callbacks/checkpoint_format.h"
+#include "runner/io/thresholds.h"
 #include "registry/plugin.h"
 #include "registry/registry.h"
 #include "runner/recipe/overrides.h"
@@ -15,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -43,6 +45,8 @@ struct Options {
   std::string max_size = "3e9";
   std::string describe_format = "text", reference_dir;
   bool ema = false;
+  bool tune_thresholds = false;
+  double threshold = std::nan("");  // predict --threshold: none given
   bool schedule = false;
   bool origin = false;
   bool download = false;
@@ -71,11 +75,18 @@ void add_commands(CLI::App& app, Options& o) {
   o.eval = app.add_subcommand("eval", "evaluate a checkpoint folder or .safetensors file on the eval split");
   o.eval->add_option("recipe", o.eval_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.eval->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file")->required();
+  o.eval->add_flag("--tune-thresholds", o.tune_thresholds,
+                   std::string("multilabel: per class, the threshold with the best F1 on the eval split, written to ") +
+                       kThresholdsFile + " beside the weights (predict and export use it)");
   o.predict = app.add_subcommand("predict", "classify image files; one JSON line per image on stdout");
   o.predict->add_option("recipe", o.predict_args, "RECIPE.yaml [key.path=value ...] (not with --model)");
   o.predict->add_option("--checkpoint", o.checkpoint, "checkpoint folder or .safetensors file (with a recipe)");
   o.predict->add_option("--model", o.model, "a `trainrun export --format torchscript` file: no recipe, no dataset");
   o.predict->add_option("--top-k", o.top_k, "classes listed per image (default 5)");
+  o.predict->add_option("--threshold", o.threshold,
+                        std::string("multilabel: one threshold for every class, instead of the model's (") +
+                            kThresholdsFile + " beside the weights, else train.threshold)")
+      ->check(CLI::Range(0.0, 1.0));
   o.predict->add_option("--images", o.images,
                          "image files, folders (their images, recursively) or quoted patterns (also accepted after "
                          "the recipe and its overrides)");
@@ -120,8 +131,8 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.list) return cmd_list(o.kind);
   if (*o.describe) return cmd_describe(o.component, o.describe_format, o.reference_dir, app);
   if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download, o.steps_per_epoch);
-  if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint);
-  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images, o.output);
+  if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint, o.tune_thresholds);
+  if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images, o.output, o.threshold);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);
   if (*o.shards) return cmd_shards(o.shards_args, o.output, o.max_count, o.max_size, o.seed, o.no_shuffle);
   if (o.args.empty()) {

@@ -8,16 +8,19 @@
 #include "runner/cli/predict_files.h"
 #include "runner/export/metadata.h"
 #include "runner/io/labels.h"
+#include "runner/io/thresholds.h"
 #include "runner/io/weights.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 namespace trainrun::cli {
@@ -33,8 +36,8 @@ struct Classify {
   bool log_probs = false;
   std::vector<std::string> classes;
   bool skip_bad = false;
-  bool multilabel = false;  // sigmoid scores; `labels` lists every class above `threshold`
-  double threshold = 0.5;
+  bool multilabel = false;  // sigmoid scores; `labels` lists every class above its threshold
+  std::vector<double> thresholds{0.5};  // one for every class, or one per class
 };
 
 // What predict gave: each classified image's top k, and how many images it skipped.
@@ -43,15 +46,29 @@ struct Results {
   int64_t skipped = 0;
 };
 
-// A multilabel prediction: every class whose sigmoid is above the threshold, by decreasing score.
-nlohmann::ordered_json predicted_labels(const at::Tensor& probs, double threshold,
+// A multilabel prediction: every class whose sigmoid is above its threshold, by decreasing score.
+nlohmann::ordered_json predicted_labels(const at::Tensor& probs, const std::vector<double>& thresholds,
                                         const std::function<std::string(int64_t)>& label) {
   auto [scores, indices] = probs.sort(0, /*descending=*/true);
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (int64_t k = 0; k < indices.size(0) && scores[k].item<double>() > threshold; ++k)
-    out.push_back({{"label", label(indices[k].item<int64_t>())}, {"index", indices[k].item<int64_t>()},
-                   {"score", scores[k].item<double>()}});
+  for (int64_t k = 0; k < indices.size(0); ++k) {
+    const int64_t i = indices[k].item<int64_t>();
+    const double score = scores[k].item<double>(), threshold = thresholds[thresholds.size() == 1 ? 0 : std::size_t(i)];
+    if (score > threshold) out.push_back({{"label", label(i)}, {"index", i}, {"score", score}, {"threshold", threshold}});
+  }
   return out;
+}
+
+// Which thresholds a multilabel model predicts with: --threshold (`given`, NaN if none) for every
+// class, else its tuned ones (`tuned`: thresholds.json's, or the export's), else `fallback`.
+std::vector<double> thresholds_to_use(bool multilabel, double given, std::optional<std::vector<double>> tuned,
+                                      double fallback) {
+  if (!std::isnan(given) && !multilabel)
+    throw RecipeError("predict --threshold: the model is single-label (softmax scores); a threshold is a multilabel "
+                      "model's (train.task: multilabel)");
+  if (!std::isnan(given)) return {given};
+  if (tuned && !tuned->empty()) return *tuned;
+  return {fallback};
 }
 
 // Scores are softmax probabilities, or a multilabel model's sigmoids; "logits" is the model's raw
@@ -85,8 +102,8 @@ Results predict_images(const Classify& model, int64_t top_k, const std::vector<s
     std::vector<double> logits(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
     nlohmann::ordered_json line{{"file", image}};
     if (model.multilabel) {
-      line["labels"] = predicted_labels(probs, model.threshold, label);
-      line["threshold"] = model.threshold;
+      line["labels"] = predicted_labels(probs, model.thresholds, label);
+      if (model.thresholds.size() == 1) line["threshold"] = model.thresholds[0];
     } else {
       line.update({{"label", topk[0]["label"]}, {"index", topk[0]["index"]}, {"score", topk[0]["score"]}});
     }
@@ -99,7 +116,7 @@ Results predict_images(const Classify& model, int64_t top_k, const std::vector<s
 
 // `predict RECIPE --checkpoint PATH`: the recipe's model with the checkpoint's weights.
 Results predict_with_recipe(const std::vector<std::string>& args, const std::string& checkpoint, int64_t top_k,
-                            const std::vector<std::string>& images) {
+                            const std::vector<std::string>& images, double threshold) {
   std::string file = weights_file(checkpoint);
   JobOptions options;
   options.pretrained = false;
@@ -116,14 +133,21 @@ Results predict_with_recipe(const std::vector<std::string>& args, const std::str
   job.model->to(job.device);
   job.model->eval();
   const std::string device = job.device;
+  const bool multilabel = job.config.train.task == "multilabel";
+  std::string note;
+  std::optional<std::vector<double>> tuned;
+  if (multilabel && std::isnan(threshold)) tuned = tuned_thresholds(file, job.data.classes, &note);
+  if (!note.empty()) std::cerr << "warning: " << note << "; predicting at train.threshold\n";
   Classify model{job.eval_transforms, [&job, device](const at::Tensor& x) { return job.model->forward(x.to(device)); },
                  job.model->input_config().input_size.at(0), job.model->outputs_log_probs(), job.data.classes,
-                 job.config.data.skip_bad_files, job.config.train.task == "multilabel", job.config.train.threshold};
+                 job.config.data.skip_bad_files, multilabel,
+                 thresholds_to_use(multilabel, threshold, tuned, job.config.train.threshold)};
   return predict_images(model, top_k, images);
 }
 
 // `predict --model EXPORTED`: a `trainrun export --format torchscript` file alone, on the CPU.
-Results predict_with_export(const std::string& path, int64_t top_k, const std::vector<std::string>& images) {
+Results predict_with_export(const std::string& path, int64_t top_k, const std::vector<std::string>& images,
+                            double threshold) {
   if (!fs::is_regular_file(path)) throw RecipeError("predict: --model " + path + ": no such file");
   torch::jit::ExtraFilesMap extra{{"trainrun.json", ""}, {"labels.json", ""}};
   torch::jit::Module module;
@@ -138,14 +162,14 @@ Results predict_with_export(const std::string& path, int64_t top_k, const std::v
   at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
   Classify model{pipeline.eval_transforms, [&module](const at::Tensor& x) { return module.forward({x}).toTensor(); },
                  pipeline.channels, pipeline.log_probs, pipeline.classes, /*skip_bad=*/true, pipeline.multilabel,
-                 pipeline.threshold};
+                 thresholds_to_use(pipeline.multilabel, threshold, pipeline.thresholds, pipeline.threshold)};
   return predict_images(model, top_k, images);
 }
 
 }  // namespace
 
 int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& exported,
-                int64_t top_k, const std::vector<std::string>& images, const std::string& output) {
+                int64_t top_k, const std::vector<std::string>& images, const std::string& output, double threshold) {
   const char* usage = " (usage: trainrun predict RECIPE.yaml --checkpoint PATH IMAGE... | trainrun predict --model EXPORTED.pt IMAGE...)";
   // `predict RECIPE [overrides] IMAGE...`: overrides contain '=', image paths are the rest;
   // `predict --model FILE IMAGE...`: all are images.
@@ -160,8 +184,8 @@ int cmd_predict(const std::vector<std::string>& args, const std::string& checkpo
   const std::vector<std::string> files = image_files(named);
   if (top_k < 1) throw RecipeError("predict: --top-k must be at least 1");
   if (!output.empty()) check_results_file(output);
-  const Results results = exported.empty() ? predict_with_recipe(recipe_part, checkpoint, top_k, files)
-                                           : predict_with_export(exported, top_k, files);
+  const Results results = exported.empty() ? predict_with_recipe(recipe_part, checkpoint, top_k, files, threshold)
+                                           : predict_with_export(exported, top_k, files, threshold);
   if (!output.empty())
     write_results(output, results.rows, results.rows.empty() ? top_k : int64_t(results.rows[0].index.size()));
   return results.skipped ? kExitFailed : kExitOk;

@@ -1,6 +1,7 @@
 #include "runner/export/metadata.h"
 
 #include "runner/io/labels.h"
+#include "runner/io/thresholds.h"
 #include "runner/recipe/job.h"
 
 #include <nlohmann/json.hpp>
@@ -101,6 +102,8 @@ std::map<std::string, std::string> export_metadata(const Job& job, const std::st
   info["task"] = job.config.train.task;
   info["activation"] = multilabel ? "sigmoid" : "softmax";
   if (multilabel) info["threshold"] = job.config.train.threshold;
+  if (multilabel)
+    if (auto tuned = tuned_thresholds(weights, job.data.classes)) info["thresholds"] = *tuned;
   info["input_size"] = input.input_size;
   info["model_mean"] = input.mean;
   info["model_std"] = input.std;
@@ -126,6 +129,7 @@ ExportedPipeline exported_pipeline(const std::string& trainrun_json, const std::
     out.log_probs = info.at("outputs").get<std::string>() == "log_probs";
     out.multilabel = info.value("task", "single_label") == "multilabel";  // exports before 0.2 have no task
     out.threshold = info.value("threshold", 0.5);
+    if (info.contains("thresholds")) out.thresholds = info["thresholds"].get<std::vector<double>>();
     ModelInput model{info.at("model_mean").get<std::vector<double>>(), info.at("model_std").get<std::vector<double>>()};
     out.eval_transforms = build_transforms(yaml_of(info.at("eval_transforms")), model, file + ": trainrun.json eval_transforms");
   } catch (const nlohmann::json::exception& e) {
@@ -134,6 +138,9 @@ ExportedPipeline exported_pipeline(const std::string& trainrun_json, const std::
     throw RecipeError(file + ": trainrun.json eval_transforms: " + e.what());
   }
   if (!labels_json.empty()) out.classes = labels_of(parse_member(labels_json, "labels.json", file), file + ": labels.json");
+  if (!out.thresholds.empty() && out.thresholds.size() != out.classes.size())
+    throw RecipeError(file + ": trainrun.json has " + std::to_string(out.thresholds.size()) + " thresholds for " +
+                      std::to_string(out.classes.size()) + " classes");
   return out;
 }
 

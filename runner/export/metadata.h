@@ -3,8 +3,9 @@
 //   trainrun.json    {format, trainrun_version, model, num_classes, outputs: logits | log_probs,
 //                     task: single_label | multilabel, activation: softmax | sigmoid (what turns the
 //                     outputs into scores), threshold (multilabel: a class is predicted where its
-//                     sigmoid is above it), input_size [C, H, W], eval_transforms (the resolved
-//                     recipe's list), weights}
+//                     sigmoid is above it), thresholds (multilabel, after `eval --tune-thresholds`:
+//                     one per class in index order, from thresholds.json; they replace `threshold`),
+//                     input_size [C, H, W], eval_transforms (the resolved recipe's list), weights}
 //   preprocess.json  the eval preprocessing in torchvision/timm terms: {input_size, interpolation,
 //                     resize, crop, crop_pct, mean, std} (null where the pipeline has no such step)
 //   labels.json      {"0": "class name", ...}, as a run writes it
@@ -34,6 +35,7 @@ struct ExportedPipeline {
   bool log_probs = false;
   bool multilabel = false;  // sigmoid scores, every class above `threshold` predicted
   double threshold = 0.5;
+  std::vector<double> thresholds;  // per class when tuned; empty: `threshold` for all
   std::vector<std::string> classes;
 };
 ExportedPipeline exported_pipeline(const std::string& trainrun_json, const std::string& labels_json, const std::string& file);

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -15,14 +17,24 @@ const std::vector<std::string>& multilabel_metric_names() {
   return names;
 }
 
+namespace {
+
+// The examples' indices by decreasing score (ties in their order).
+std::vector<int64_t> descending(const double* sv, int64_t n) {
+  std::vector<int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return sv[a] > sv[b]; });
+  return order;
+}
+
+}  // namespace
+
 double average_precision(const at::Tensor& scores, const at::Tensor& truth) {
   const at::Tensor s = scores.to(at::kDouble).contiguous(), t = truth.to(at::kDouble).contiguous();
   const int64_t n = s.numel();
   const double* sv = s.data_ptr<double>();
   const double* tv = t.data_ptr<double>();
-  std::vector<int64_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return sv[a] > sv[b]; });
+  const std::vector<int64_t> order = descending(sv, n);
   const double positives = std::accumulate(tv, tv + n, 0.0);
   if (positives == 0) return 0.0;
   // Walk the examples by decreasing score; at the last example of each distinct score, a point of
@@ -36,6 +48,32 @@ double average_precision(const at::Tensor& scores, const at::Tensor& truth) {
     last_recall = recall;
   }
   return ap;
+}
+
+TunedThreshold best_f1_threshold(const at::Tensor& scores, const at::Tensor& truth, double fallback) {
+  const at::Tensor s = scores.to(at::kDouble).contiguous(), t = truth.to(at::kDouble).contiguous();
+  const int64_t n = s.numel();
+  const double* sv = s.data_ptr<double>();
+  const double* tv = t.data_ptr<double>();
+  const double positives = std::accumulate(tv, tv + n, 0.0);
+  if (positives == 0) return {fallback, 0.0, false};
+  const std::vector<int64_t> order = descending(sv, n);
+  // Predicting the examples down to the end of each distinct score: F1 = 2 tp / (tp + fp + P).
+  // The lowest such score wins a tie, as argmax over precision_recall_curve's rising thresholds.
+  double tps = 0, best_f1 = -1;
+  int64_t best_end = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    tps += tv[order[std::size_t(k)]];
+    if (k + 1 < n && sv[order[std::size_t(k + 1)]] == sv[order[std::size_t(k)]]) continue;
+    const double f1 = 2 * tps / (double(k + 1) + positives);
+    if (f1 >= best_f1) best_f1 = f1, best_end = k;
+  }
+  // Halfway to the next lower score, so `score > threshold` takes exactly those examples.
+  const double chosen = sv[order[std::size_t(best_end)]];
+  const double below = best_end + 1 < n ? sv[order[std::size_t(best_end + 1)]] : std::min(0.0, chosen);
+  double threshold = (chosen + below) / 2;
+  if (!(threshold < chosen)) threshold = std::nextafter(chosen, -std::numeric_limits<double>::infinity());
+  return {threshold, best_f1, true};
 }
 
 namespace {
@@ -69,6 +107,7 @@ MultilabelEvaluation evaluate_multilabel(const at::Tensor& scores, const at::Ten
     r.precision.push_back(ratio(tpc, tpc + fpc));
     r.recall.push_back(ratio(tpc, tpc + fnc));
     r.support.push_back(int64_t(tpc + fnc));
+    r.thresholds.push_back(thresholds[thresholds.size() == 1 ? 0 : std::size_t(c)]);
   }
   const double TP = tp.sum().item<double>(), FP = fp.sum().item<double>(), FN = fn.sum().item<double>();
   // Per example: 2 tp / (|true| + |predicted|), 0 for an example with neither.
@@ -90,11 +129,12 @@ std::string multilabel_report_text(const MultilabelEvaluation& e, const std::vec
   std::size_t width = std::string("f1 (samples)").size();
   for (const auto& c : classes) width = std::max(width, c.size());
   std::string out = fmt::format("{:>{}} ", "", width);
-  for (const char* h : {"AP", "precision", "recall", "f1-score", "support"}) out += fmt::format(" {:>9}", h);
+  for (const char* h : {"AP", "precision", "recall", "f1-score", "support", "threshold"}) out += fmt::format(" {:>9}", h);
   out += "\n\n";
   for (std::size_t c = 0; c < e.ap.size(); ++c)
-    out += fmt::format("{:>{}}  {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9}\n", c < classes.size() ? classes[c] : std::to_string(c),
-                       width, e.ap[c], e.precision[c], e.recall[c], e.f1[c], e.support[c]);
+    out += fmt::format("{:>{}}  {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9} {:>9.4f}\n",
+                       c < classes.size() ? classes[c] : std::to_string(c), width, e.ap[c], e.precision[c], e.recall[c],
+                       e.f1[c], e.support[c], e.thresholds[c]);
   out += "\n";
   const auto& m = e.metrics;
   out += fmt::format("{:>{}}  {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f}\n", "macro avg", width, m.at("map"), m.at("precision"),
@@ -112,7 +152,7 @@ nlohmann::ordered_json multilabel_report_json(const MultilabelEvaluation& e, con
   for (std::size_t c = 0; c < e.ap.size(); ++c)
     per[c < classes.size() ? classes[c] : std::to_string(c)] = {{"ap", e.ap[c]},         {"precision", e.precision[c]},
                                                                 {"recall", e.recall[c]}, {"f1-score", e.f1[c]},
-                                                                {"support", e.support[c]}};
+                                                                {"support", e.support[c]}, {"threshold", e.thresholds[c]}};
   j["classes"] = per;
   return j;
 }

@@ -74,7 +74,9 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
   r.metrics["eval_top5"] = t[3] > 0 ? t[2] / t[3] : NAN;
   if (multilabel) {
     r.metrics.erase("eval_top5");
-    r.multilabel = evaluate_multilabel(gathered(scores, job, acc), gathered(truths, job, acc), {job.config.train.threshold});
+    at::Tensor all_scores = gathered(scores, job, acc), all_truths = gathered(truths, job, acc);
+    r.multilabel = evaluate_multilabel(all_scores, all_truths, {job.config.train.threshold});
+    if (keep_predictions) r.scores = all_scores, r.truths = all_truths;
     for (const auto& [name, value] : r.multilabel->metrics) r.metrics["eval_" + name] = value;
   }
   const double runtime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -27,6 +27,9 @@ struct EvalResult {
   // train.task: multilabel: every class's AP, F1, precision and recall over the whole eval split
   // (the scores gathered from every rank); eval_map & co are in `metrics`.
   std::optional<MultilabelEvaluation> multilabel;
+  // With keep_predictions, multilabel: the gathered sigmoids and multi-hot targets (N x C), to
+  // evaluate again at other thresholds.
+  at::Tensor scores, truths;
 };
 
 // One pass over this rank's eval shard, summed over ranks: every example counts once.

@@ -1,7 +1,7 @@
 // recipes/multilabel_resnet18.yaml on the set scripts/tiled-fashion-mnist.py makes (a small one):
 // it trains and evaluates with the multi-label metrics, `trainrun eval` prints the per-class
-// table, an evaluation on two processes gathers every image once (the same numbers as one), and
-// the mismatches between task, data and loss are one line each before anything starts.
+// table, an evaluation on two processes gathers every image once (the same numbers as one),
+// thresholds tuned by `eval --tune-thresholds` reach predict and the export, and the mismatches between task, data and loss are one line each before anything starts.
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -30,6 +30,59 @@ nlohmann::json last_eval(const std::string& metrics) {
   for (const auto& line : test::read_jsonl(metrics))
     if (line.contains("eval_loss")) last = line;
   return last;
+}
+
+// `eval --tune-thresholds` on the trained run in `dir`/run: thresholds.json beside the weights,
+// a macro F1 at least the one at 0.5, and the thresholds reach a later eval, predict (unless
+// --threshold) and the TorchScript export, read back by python3-torch.
+void check_tuned_thresholds(const test::TempDir& dir, const std::string& recipe, const std::string& images) {
+  const double at_half = nlohmann::json::parse(test::read_file(dir / "run/eval_report.json"))["f1_macro"].get<double>();
+  auto tuned = test::run(test::trainrun("eval " + recipe + " --checkpoint " + (dir / "run") + " --tune-thresholds"));
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  EXPECT_NE(tuned.out.find("tuned on this split"), std::string::npos) << tuned.out;
+  const auto file = nlohmann::json::parse(test::read_file(dir / "run/thresholds.json"));
+  EXPECT_EQ(file["weights"], "model.safetensors");
+  ASSERT_EQ(file["thresholds"].size(), 10u);
+  const double tuned_f1 = nlohmann::json::parse(test::read_file(dir / "run/eval_report.json"))["f1_macro"].get<double>();
+  EXPECT_GE(tuned_f1, at_half);
+  std::cout << "[ measured ] f1_macro at 0.5 " << at_half << ", at the tuned thresholds " << tuned_f1 << "\n";
+  // A later eval judges at them.
+  auto again = test::run(test::trainrun("eval " + recipe + " --checkpoint " + (dir / "run")));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("thresholds: " + (dir / "run/thresholds.json")), std::string::npos) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(dir / "run/eval_report.json"))["f1_macro"].get<double>(), tuned_f1);
+  // predict: each label's own threshold; --threshold replaces them all.
+  auto predicted = test::run(test::trainrun("predict " + recipe + " --checkpoint " + (dir / "run") + " " + images));
+  ASSERT_EQ(predicted.code, 0) << predicted.err;
+  const auto line = nlohmann::json::parse(predicted.out.substr(0, predicted.out.find('\n')));
+  EXPECT_FALSE(line.contains("threshold")) << line.dump();
+  for (const auto& l : line["labels"]) {
+    EXPECT_EQ(l["threshold"], file["thresholds"][l["label"].get<std::string>()]) << line.dump();
+    EXPECT_GT(l["score"].get<double>(), l["threshold"].get<double>());
+  }
+  auto strict = test::run(test::trainrun("predict " + recipe + " --checkpoint " + (dir / "run") + " --threshold 0.999 " + images));
+  ASSERT_EQ(strict.code, 0) << strict.err;
+  EXPECT_EQ(nlohmann::json::parse(strict.out.substr(0, strict.out.find('\n')))["threshold"], 0.999);
+  // The export carries them, in class order, as python3-torch reads its extra files.
+  auto exported = test::run(test::trainrun("export " + recipe + " --checkpoint " + (dir / "run") + " --format torchscript"));
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  auto py = test::run(std::string(test::kPython) +
+                      " -c \"import json, sys, torch; f = {'trainrun.json': ''}; torch.jit.load(sys.argv[1], _extra_files=f); "
+                      "print(json.dumps(json.loads(f['trainrun.json'])['thresholds']))\" " + (dir / "run/model.pt"));
+  ASSERT_EQ(py.code, 0) << py.err;
+  const auto carried = nlohmann::json::parse(py.out);
+  const auto labels = nlohmann::json::parse(test::read_file(dir / "run/labels.json"));
+  ASSERT_EQ(carried.size(), 10u);
+  for (std::size_t c = 0; c < 10; ++c)
+    EXPECT_EQ(carried[c], file["thresholds"][labels[std::to_string(c)].get<std::string>()]) << "class " << c;
+  auto alone = test::run(test::trainrun("predict --model " + (dir / "run/model.pt") + " " + images));
+  ASSERT_EQ(alone.code, 0) << alone.err;
+  const auto from_export = nlohmann::json::parse(alone.out.substr(0, alone.out.find('\n')))["labels"];
+  ASSERT_EQ(from_export.size(), line["labels"].size()) << alone.out;
+  for (std::size_t k = 0; k < from_export.size(); ++k) {
+    EXPECT_EQ(from_export[k]["label"], line["labels"][k]["label"]);
+    EXPECT_EQ(from_export[k]["threshold"], line["labels"][k]["threshold"]);
+  }
 }
 
 TEST(Multilabel, RecipeTrainsOnTiledFashionMnistAndEvalPrintsTheTable) {
@@ -85,6 +138,7 @@ TEST(Multilabel, RecipeTrainsOnTiledFashionMnistAndEvalPrintsTheTable) {
       EXPECT_EQ(x["labels"][k]["label"], y["labels"][k]["label"]);
   }
   EXPECT_EQ(seen, 2);
+  check_tuned_thresholds(dir, recipe, images);
 }
 
 // Exact resume: a run given a second epoch continues from its checkpoint with the same losses and
@@ -134,6 +188,10 @@ TEST(Multilabel, TaskDataAndLossMismatchesAreOneLineEach) {
   refused("train.metrics=[top5]", "train.metrics: top5 is a single-label metric, but train.task is multilabel");
   refused("data.sampler=weighted", "data.sampler: weighted draws by each image's one class");
   refused("train.loss.pos_weight=[1,2]", "train.loss.pos_weight: 2 weights for 10 classes");
+  auto tune = test::run(test::trainrun("eval " + test::source("recipes/quickstart.yaml") + " --checkpoint " + (dir / "none") +
+                                       " --tune-thresholds"));
+  EXPECT_EQ(tune.code, 2) << tune.err;
+  EXPECT_NE(tune.err.find("eval --tune-thresholds: train.task is single_label"), std::string::npos) << tune.err;
   auto ok = test::run(test::trainrun("check " + recipe + " train.loss.pos_weight=auto"));
   EXPECT_EQ(ok.code, 0) << ok.err;
   // A shard's cls holds one class: refused, not cut to each image's first label.

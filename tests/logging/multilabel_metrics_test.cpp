@@ -56,6 +56,45 @@ TEST(MultilabelMetrics, EqualScikitLearns) {
             << worst << "\n";
 }
 
+// eval --tune-thresholds: per class the best F1 a Python user finds with precision_recall_curve,
+// and a threshold that takes exactly the examples sklearn's `score >= t` takes (where no other
+// threshold ties); the metrics at the tuned thresholds give those F1s back.
+TEST(MultilabelMetrics, TunedThresholdsGiveScikitLearnsBestF1) {
+  torch::manual_seed(11);
+  const int64_t n = 300, classes = 5;
+  at::Tensor targets = torch::rand({n, classes}).lt(0.25).to(torch::kFloat);
+  targets.select(1, 3).zero_();
+  at::Tensor scores = torch::sigmoid(torch::randn({n, classes}) + 1.2 * (targets * 2 - 1));
+  scores.select(1, 1).copy_(torch::round(scores.select(1, 1) * 20) / 20);  // ties
+  const nlohmann::json want = sklearn(scores, targets, std::vector<double>(classes, 0.5));
+  ASSERT_TRUE(want.contains("tuned"));
+  std::vector<double> thresholds;
+  int compared = 0;
+  for (int64_t c = 0; c < classes; ++c) {
+    const TunedThreshold t = best_f1_threshold(scores.select(1, c), targets.select(1, c), 0.5);
+    thresholds.push_back(t.threshold);
+    const nlohmann::json& w = want["tuned"][std::size_t(c)];
+    if (w.is_null()) {
+      EXPECT_FALSE(t.tuned) << "class " << c;
+      EXPECT_EQ(t.threshold, 0.5);
+      continue;
+    }
+    EXPECT_TRUE(t.tuned) << "class " << c;
+    EXPECT_NEAR(t.f1, w["f1"].get<double>(), 1e-12) << "class " << c;
+    if (!w["unique"].get<bool>()) continue;
+    ++compared;
+    const at::Tensor theirs = scores.select(1, c).to(at::kDouble).ge(w["threshold"].get<double>());
+    EXPECT_TRUE(scores.select(1, c).to(at::kDouble).gt(t.threshold).equal(theirs)) << "class " << c;
+  }
+  EXPECT_GE(compared, 3);
+  const MultilabelEvaluation at_tuned = evaluate_multilabel(scores, targets, thresholds);
+  for (int64_t c = 0; c < classes; ++c) {
+    if (want["tuned"][std::size_t(c)].is_null()) continue;
+    EXPECT_NEAR(at_tuned.f1[std::size_t(c)], want["tuned"][std::size_t(c)]["f1"].get<double>(), 1e-12);
+  }
+  EXPECT_GT(at_tuned.metrics.at("f1_macro"), evaluate_multilabel(scores, targets, {0.5}).metrics.at("f1_macro"));
+}
+
 // One threshold for every class is the same as that threshold given per class.
 TEST(MultilabelMetrics, OneThresholdForEveryClass) {
   torch::manual_seed(3);

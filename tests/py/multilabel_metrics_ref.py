@@ -6,13 +6,16 @@ usage: multilabel_metrics_ref.py IN.safetensors
 Prints {"ap": [per class], "map", "map_micro", "f1": [per class], "f1_macro", "f1_micro",
 "f1_samples", "precision", "recall", "accuracy"}, each with zero_division=0; a class without a
 positive example has AP -0.0 (sklearn warns), printed as 0.
+And "tuned": per class with a positive example, the threshold a Python user picks for the best F1
+(precision_recall_curve, F1 = 2PR / (P + R), argmax: predicted where score >= it), that F1, and
+whether no other threshold comes within 1e-12 of it; null for a class without one.
 """
 import json
 import sys
 import warnings
 
 import numpy as np
-from sklearn.metrics import accuracy_score, average_precision_score, f1_score, precision_score, recall_score
+from sklearn.metrics import precision_recall_curve, accuracy_score, average_precision_score, f1_score, precision_score, recall_score
 
 from st import load_file
 
@@ -33,4 +36,16 @@ out = {
     "recall": float(recall_score(y, pred, average="macro", zero_division=0)),
     "accuracy": float(accuracy_score(y, pred)),
 }
+
+
+def tuned(truth, score):
+    if truth.sum() == 0:
+        return None
+    p, r, t = precision_recall_curve(truth, score)
+    f1 = np.nan_to_num(2 * p * r / (p + r))[:-1]
+    i = int(np.argmax(f1))
+    return {"threshold": float(t[i]), "f1": float(f1[i]), "unique": int((f1 > f1[i] - 1e-12).sum()) == 1}
+
+
+out["tuned"] = [tuned(y[:, c], scores[:, c]) for c in range(y.shape[1])]
 print(json.dumps(out))
