@@ -153,7 +153,12 @@ TRAINRUN_REGISTER(
     "decides after each evaluation",
     Schema()
         .add("metric", Type::String, yaml("eval_loss"), "the evaluation metric to watch (eval_ may be left out)")
-        .choices({"eval_loss", "eval_accuracy", "eval_top5", "loss", "accuracy", "top5"})
+        // The evaluation's metrics (runner/recipe's evaluation_metric_choices without the EMA's;
+        // ScheduleCli checks that the lists agree), of either task: the job refuses the other task's.
+        .choices({"eval_loss", "eval_accuracy", "eval_top5", "eval_f1_macro", "eval_balanced_accuracy", "eval_map",
+                  "eval_map_micro", "eval_f1_micro", "eval_f1_samples", "eval_precision", "eval_recall", "loss",
+                  "accuracy", "top5", "f1_macro", "balanced_accuracy", "map", "map_micro", "f1_micro", "f1_samples",
+                  "precision", "recall"})
         .add("mode", Type::String, yaml("null"), "min or max; null = min for a loss, max otherwise").nullable().choices({"min", "max"})
         .add("factor", Type::Float, yaml("0.1"), "new lr = lr * factor").above(0).below(1)
         .add("patience", Type::Int, yaml("10"), "evaluations without improvement tolerated before a reduction").min(0)

@@ -73,6 +73,21 @@ ClassificationReport classification_report(const std::vector<int64_t>& targets,
   return r;
 }
 
+std::map<std::string, double> confusion_metrics(const std::vector<std::vector<int64_t>>& confusion) {
+  const std::size_t n = confusion.size();
+  double f1_sum = 0, recall_sum = 0;
+  int64_t f1_classes = 0, recall_classes = 0;
+  for (std::size_t c = 0; c < n; ++c) {
+    if (confusion[c].size() != n) throw std::invalid_argument("confusion_metrics: the confusion matrix is not square");
+    int64_t tp = confusion[c][c], predicted = 0, actual = 0;
+    for (std::size_t k = 0; k < n; ++k) predicted += confusion[k][c], actual += confusion[c][k];
+    if (predicted + actual > 0) f1_sum += f1_score(ratio(tp, predicted), ratio(tp, actual)), ++f1_classes;
+    if (actual > 0) recall_sum += ratio(tp, actual), ++recall_classes;
+  }
+  return {{"f1_macro", f1_classes ? f1_sum / double(f1_classes) : 0.0},
+          {"balanced_accuracy", recall_classes ? recall_sum / double(recall_classes) : 0.0}};
+}
+
 std::string ClassificationReport::text(int digits) const {
   std::size_t width = std::max<std::size_t>(std::string("weighted avg").size(), std::size_t(digits));
   for (auto& c : classes) width = std::max(width, c.size());

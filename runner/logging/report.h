@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,12 @@ struct ClassificationReport {
 ClassificationReport classification_report(const std::vector<int64_t>& targets,
                                            const std::vector<std::vector<int64_t>>& ranked,
                                            const std::vector<std::string>& classes);
+
+// The single-label recipe metrics a confusion matrix ([true class][predicted class] counts) gives:
+// f1_macro as sklearn's f1_score(y, pred, average="macro", zero_division=0), the mean F1 over the
+// classes that occur in y or pred (torchmetrics' MulticlassF1Score(average="macro") leaves the
+// others out too); balanced_accuracy as balanced_accuracy_score, the mean recall over the classes
+// that occur in y.
+std::map<std::string, double> confusion_metrics(const std::vector<std::vector<int64_t>>& confusion);
 
 }  // namespace trainrun

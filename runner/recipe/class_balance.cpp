@@ -69,6 +69,12 @@ YAML::Node auto_pos_weight(const Job& job, int64_t classes) {
 void check_task(const Job& job, bool have_data) {
   const bool multilabel = job.config.train.task == "multilabel";
   const YAML::Node loss = job.recipe.root["train"]["loss"];
+  const YAML::Node scheduler = job.recipe.root["scheduler"];
+  if (scheduler["metric"] && scheduler["metric"].IsScalar()) {
+    const std::string m = scheduler["metric"].Scalar(), name = m.rfind("eval_", 0) == 0 ? m.substr(5) : m;
+    if (std::string why = metric_task_mismatch(job.config.train.task, name); !why.empty())
+      throw RecipeError("scheduler.metric: " + why);
+  }
   if (have_data && job.data.train && job.data.train->multilabel() != multilabel)
     throw RecipeError(multilabel ? "train.task: multilabel, but data.dataset gives one label per image (image_csv reads "
                                    "a set of labels per image)"

@@ -75,8 +75,10 @@ struct ComponentConfig {
 // eval_top5 and, with train.ema, the EMA weights' eval_ema_* (`accuracy` is short for
 // eval_accuracy, `ema_loss` for eval_ema_loss, as the Trainer's metric_for_best_model).
 std::vector<std::string> evaluation_metric_choices();
-// What train.metrics takes: accuracy, top5 (single-label) and the multi-label metrics.
+// What train.metrics takes: the single-label metrics, then the multi-label ones not among them.
 std::vector<std::string> task_metric_names();
+// Those of train.task: single_label (multilabel_metric_names() has the others).
+const std::vector<std::string>& single_label_metric_names();
 // Why `metric` (a short name: map, top5) is not one of `task`'s; "" when it is.
 std::string metric_task_mismatch(const std::string& task, const std::string& metric);
 std::string evaluation_metric_name(const std::string& written);

@@ -104,8 +104,9 @@ SectionSpec<TrainConfig> declare_train() {
            "per class (a multi-label dataset and a loss such as bce_with_logits)")
       .choices({"single_label", "multilabel"})
       .key("metrics", &T::metrics, Type::StringList, Node(std::vector<std::string>{"accuracy"}),
-           "evaluation metrics; single_label: accuracy, top5; multilabel: accuracy (every label right), map, "
-           "map_micro, f1_macro, f1_micro, f1_samples, precision, recall (macro, at train.threshold)")
+           "evaluation metrics; single_label: accuracy, top5, f1_macro, balanced_accuracy (sklearn's); multilabel: "
+           "accuracy (every label right), map, map_micro, f1_macro, f1_micro, f1_samples, precision, recall (macro, at "
+           "train.threshold)")
       .choices(task_metric_names())
       .key("threshold", &T::threshold, Type::Float, yaml("0.5"),
            "multilabel: a class is predicted where its sigmoid is above this (F1, precision, recall, accuracy)")
@@ -328,19 +329,24 @@ std::vector<std::string> evaluation_metric_choices() {
   return out;
 }
 
+const std::vector<std::string>& single_label_metric_names() {
+  static const std::vector<std::string> names = {"accuracy", "top5", "f1_macro", "balanced_accuracy"};
+  return names;
+}
+
 std::vector<std::string> task_metric_names() {
-  std::vector<std::string> out = {"accuracy", "top5"};
+  std::vector<std::string> out = single_label_metric_names();
   for (const std::string& m : multilabel_metric_names())
-    if (m != "accuracy") out.push_back(m);
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
   return out;
 }
 
 std::string metric_task_mismatch(const std::string& task, const std::string& metric) {
-  const auto& multi = multilabel_metric_names();
-  const bool multilabel_only = metric != "accuracy" && std::find(multi.begin(), multi.end(), metric) != multi.end();
-  if (task == "multilabel" && metric == "top5") return "top5 is a single-label metric, but train.task is multilabel";
-  if (task != "multilabel" && multilabel_only) return metric + " is a multi-label metric, but train.task is " + task;
-  return "";
+  const auto& names = task == "multilabel" ? multilabel_metric_names() : single_label_metric_names();
+  const auto all = task_metric_names();
+  if (std::find(all.begin(), all.end(), metric) == all.end() || std::find(names.begin(), names.end(), metric) != names.end())
+    return "";
+  return metric + " is a " + (task == "multilabel" ? "single" : "multi") + "-label metric, but train.task is " + task;
 }
 
 // The EMA is evaluated for its loss and train.metrics (runner/train/callbacks/ema.cpp).

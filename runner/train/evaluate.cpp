@@ -1,6 +1,7 @@
 #include "runner/train/evaluate.h"
 
 #include "components/data/loader/loader.h"
+#include "runner/logging/report.h"
 #include "runner/train/autocast.h"
 
 #include <torch/torch.h>
@@ -20,6 +21,32 @@ at::Tensor gathered(const std::vector<at::Tensor>& parts, const Job& job, const 
   return acc.gather_for_metrics(mine).cpu();
 }
 
+// A flat C * C tensor of counts as rows.
+std::vector<std::vector<int64_t>> square(const at::Tensor& flat, int64_t C) {
+  const at::Tensor counts = flat.to(at::kLong).contiguous();
+  const int64_t* v = counts.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t i = 0; i < C; ++i) out.emplace_back(v + i * C, v + (i + 1) * C);
+  return out;
+}
+
+// The model's outputs for a batch, in float, under the run's precision and memory format.
+at::Tensor outputs(Classifier& model, at::Tensor x, const Job& job, const Accelerator& acc) {
+  if (job.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  Autocast autocast(job.precision, acc.device());
+  return model.forward(x).to(at::kFloat);
+}
+
+// For the classification report: each example's target and its top classes.
+void keep_ranked(EvalResult& r, const at::Tensor& y, const at::Tensor& ranked) {
+  at::Tensor yc = y.cpu().contiguous(), rc = ranked.cpu().contiguous();
+  const int64_t k = rc.size(1);
+  const int64_t* t = yc.data_ptr<int64_t>();
+  const int64_t* top = rc.data_ptr<int64_t>();
+  r.targets.insert(r.targets.end(), t, t + yc.size(0));
+  for (int64_t i = 0; i < yc.size(0); ++i) r.ranked.emplace_back(top + i * k, top + (i + 1) * k);
+}
+
 }  // namespace
 
 EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
@@ -33,18 +60,14 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
   EvalResult r;
   const bool multilabel = job.config.train.task == "multilabel";
   std::vector<at::Tensor> scores, truths;  // multilabel: this rank's sigmoids and multi-hot targets
+  // Single-label: the confusion matrix, flat ([true * C + predicted] counts), summed with `sums`.
+  const int64_t C = multilabel ? 0 : job.recipe.root["model"]["num_classes"].as<int64_t>();
+  at::Tensor confusion = at::zeros({C * C}, sums.options());
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     // Non-blocking from the loader's pinned batches on CUDA (loader_options); a plain copy on a CPU.
-    at::Tensor x = batch->inputs.to(acc.device(), /*non_blocking=*/true);
     at::Tensor y = batch->targets.to(acc.device(), /*non_blocking=*/true);
-    if (job.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-    at::Tensor out;
-    {
-      Autocast autocast(job.precision, acc.device());
-      out = model.forward(x);
-    }
-    out = out.to(at::kFloat);
+    at::Tensor out = outputs(model, batch->inputs.to(acc.device(), /*non_blocking=*/true), job, acc);
     double n = double(y.size(0));
     if (multilabel) {  // the metrics need every score: kept, and counted after the pass
       sums.narrow(0, 0, 1).add_(loss(out, y, model.outputs_log_probs()).to(at::kDouble) * n);
@@ -58,15 +81,10 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     sums += at::stack({loss(out, y, model.outputs_log_probs()).to(at::kDouble) * n,
                        out.argmax(1).eq(y).sum().to(at::kDouble), ranked.eq(y.unsqueeze(1)).any(1).sum().to(at::kDouble),
                        at::scalar_tensor(n, sums.options())});
-    if (keep_predictions) {
-      at::Tensor yc = y.cpu().contiguous(), rc = ranked.cpu().contiguous();
-      const int64_t* t = yc.data_ptr<int64_t>();
-      const int64_t* top = rc.data_ptr<int64_t>();
-      r.targets.insert(r.targets.end(), t, t + yc.size(0));
-      for (int64_t i = 0; i < yc.size(0); ++i) r.ranked.emplace_back(top + i * k, top + (i + 1) * k);
-    }
+    confusion.index_add_(0, y * C + out.argmax(1), at::ones({y.size(0)}, sums.options()));
+    if (keep_predictions) keep_ranked(r, y, ranked);
   }
-  at::Tensor totals = acc.reduce_sum(sums);
+  at::Tensor totals = acc.reduce_sum(at::cat({sums, confusion})).cpu();
   auto t = totals.accessor<double, 1>();
   r.examples = int64_t(t[3]);
   r.metrics["eval_loss"] = t[3] > 0 ? t[0] / t[3] : NAN;
@@ -78,6 +96,8 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     r.multilabel = evaluate_multilabel(all_scores, all_truths, {job.config.train.threshold});
     if (keep_predictions) r.scores = all_scores, r.truths = all_truths;
     for (const auto& [name, value] : r.multilabel->metrics) r.metrics["eval_" + name] = value;
+  } else {
+    for (const auto& [name, value] : confusion_metrics(square(totals.narrow(0, 4, C * C), C))) r.metrics["eval_" + name] = value;
   }
   const double runtime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.metrics["eval_runtime"] = runtime;

@@ -55,7 +55,11 @@ TEST_F(BadInput, SchedulerKeys) {
                    "scheduler.name: reduce_on_plateau decides after each evaluation, and train.eval_every is never");
   expect_bad_input(recipe() + " 'scheduler={name: reduce_on_plateau, metric: f1}'",
                    "command line 'scheduler={name: reduce_on_plateau, metric: f1}': scheduler.metric: unknown value 'f1'; one of: "
-                   "eval_loss, eval_accuracy, eval_top5, loss, accuracy, top5");
+                   "eval_loss, eval_accuracy, eval_top5, eval_f1_macro, eval_balanced_accuracy, eval_map, eval_map_micro, "
+                   "eval_f1_micro, eval_f1_samples, eval_precision, eval_recall, loss, accuracy, top5, f1_macro, "
+                   "balanced_accuracy, map, map_micro, f1_micro, f1_samples, precision, recall");
+  expect_bad_input(recipe() + " 'scheduler={name: reduce_on_plateau, metric: map}'",
+                   "scheduler.metric: map is a multi-label metric, but train.task is single_label");
   expect_bad_input(recipe() + " 'scheduler={name: polynomial, lr_end: 0.01}'",
                    "scheduler.lr_end: 0.01 must be smaller than optimizer.lr 0.001 (transformers raises here too)");
   expect_bad_input(recipe() + " 'scheduler={name: onecycle, max_lr: 0.01, warmup_steps: 2}'",

@@ -24,7 +24,8 @@ class EndToEnd : public ::testing::Test {
 };
 
 TEST_F(EndToEnd, LossFallsAndAccuracyBeatsChance) {
-  auto r = test::run(test::trainrun(common + "train.epochs=2 output.dir=" + (dir / "run")));
+  auto r = test::run(test::trainrun(common + "train.epochs=2 train.metrics=[accuracy,f1_macro,balanced_accuracy] output.dir=" +
+                                    (dir / "run")));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("***** Running training *****"), std::string::npos);
   EXPECT_NE(r.out.find("Total optimization steps = 64"), std::string::npos) << r.out;
@@ -63,6 +64,9 @@ TEST_F(EndToEnd, LossFallsAndAccuracyBeatsChance) {
   ASSERT_EQ(py.code, 0) << py.err;
   auto ref = json::parse(py.out);
   EXPECT_DOUBLE_EQ(ref["eval_accuracy"].get<double>(), evals[1]["eval_accuracy"].get<double>());
+  // train.metrics' f1_macro and balanced_accuracy are scikit-learn's on PyTorch's predictions.
+  for (const char* m : {"eval_f1_macro", "eval_balanced_accuracy"})
+    EXPECT_NEAR(ref[m].get<double>(), evals[1][m].get<double>(), 1e-12) << m;
   EXPECT_NEAR(ref["eval_loss"].get<double>(), evals[1]["eval_loss"].get<double>(), 1e-5);
 }
 

@@ -186,6 +186,8 @@ TEST(Multilabel, TaskDataAndLossMismatchesAreOneLineEach) {
           "train.task: single_label, but data.dataset gives a set of labels per image; set train.task: multilabel");
   refused("train.loss=cross_entropy", "train.loss: cross_entropy is a softmax loss, but train.task is multilabel");
   refused("train.metrics=[top5]", "train.metrics: top5 is a single-label metric, but train.task is multilabel");
+  refused("'scheduler={name: reduce_on_plateau, metric: balanced_accuracy}'",
+          "scheduler.metric: balanced_accuracy is a single-label metric, but train.task is multilabel");
   refused("data.sampler=weighted", "data.sampler: weighted draws by each image's one class");
   refused("train.loss.pos_weight=[1,2]", "train.loss.pos_weight: 2 weights for 10 classes");
   auto tune = test::run(test::trainrun("eval " + test::source("recipes/quickstart.yaml") + " --checkpoint " + (dir / "none") +

@@ -3,6 +3,10 @@
 // printing torch's own schedule; the harness: schedule_reference.h.
 #include "schedule_reference.h"
 
+#include "runner/recipe/run_config.h"
+
+#include <algorithm>
+
 namespace trainrun::schedule_reference {
 namespace {
 
@@ -189,6 +193,18 @@ TEST(ScheduleCli, PetsRecipeScheduleIsTorchsOneCycle) {
           R"(, "scheduler": "OneCycleLR", "args": {"max_lr": 0.03, "total_steps": )" + std::to_string(total) + "}}",
       total);
   std::cout << "[ measured ] pets_resnet50d schedule, " << total << " steps: max relative difference vs torch " << worst << "\n";
+}
+
+// reduce_on_plateau's metric takes every metric an evaluation reports (but the EMA's), of either
+// task: components/ cannot call the recipe's list, so it spells it, and this keeps the two equal.
+TEST(ScheduleCli, PlateauWatchesEveryEvaluationMetric) {
+  std::vector<std::string> want;
+  for (const std::string& m : evaluation_metric_choices())
+    if (m.find("ema_") == std::string::npos) want.push_back(m);
+  std::vector<std::string> got = Registry<Scheduler>::instance().get("reduce_on_plateau").schema.find("metric")->choices;
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
 }
 
 TEST(ScheduleCli, ListAndDescribe) {

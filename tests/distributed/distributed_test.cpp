@@ -156,7 +156,8 @@ TEST_F(Distributed, BadLauncherNumbersExit2NamingTheVariable) {
 // Eval over 2 ranks on an odd number of examples counts each once, and agrees with 1 process.
 TEST_F(Distributed, EvalCountsEveryExampleOnce) {
   auto r = test::run(test::trainrun(recipe + " world.nproc_per_node=2 world.master_port=0 data.max_train_samples=320 "
-                                    "data.max_eval_samples=1001 data.eval_batch_size=100 output.dir=" + (dir / "run")));
+                                    "data.max_eval_samples=1001 data.eval_batch_size=100 "
+                                    "train.metrics=[accuracy,f1_macro,balanced_accuracy] output.dir=" + (dir / "run")));
   ASSERT_EQ(r.code, 0) << r.err;
   json eval;
   for (auto& l : test::read_jsonl(dir / "run/metrics.jsonl"))
@@ -167,6 +168,9 @@ TEST_F(Distributed, EvalCountsEveryExampleOnce) {
   std::ostringstream acc;
   acc << "'eval_accuracy': " << std::setprecision(17) << eval["eval_accuracy"].get<double>();
   EXPECT_NE(single.out.find(acc.str().substr(0, 22)), std::string::npos) << single.out << " vs " << acc.str();
+  // The confusion matrix is summed over the ranks: the same F1 and balanced accuracy as one process.
+  const auto report = json::parse(test::read_file(dir / "run/eval_report.json"));
+  for (const char* m : {"eval_f1_macro", "eval_balanced_accuracy"}) EXPECT_NEAR(report[m].get<double>(), eval[m].get<double>(), 1e-12) << m;
 }
 
 TEST_F(Distributed, KilledRankEndsTheRunNamingIt) {

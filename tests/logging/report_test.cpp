@@ -21,7 +21,7 @@ struct Predictions {
   std::vector<std::vector<int64_t>> ranked;
 };
 
-Predictions random_predictions(std::size_t n, std::size_t classes, unsigned seed) {
+Predictions random_predictions(std::size_t n, std::size_t classes, unsigned seed, bool absent_last = false) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
   Predictions p;
@@ -31,6 +31,7 @@ Predictions random_predictions(std::size_t n, std::size_t classes, unsigned seed
     for (auto& v : s) v = u(rng);
     if (u(rng) < 0.6) s[std::size_t(t)] += 1.0;  // right more often than chance
     s[1] -= 2.0;                                   // class 1 is never predicted
+    if (absent_last) s[classes - 1] -= 2.0;        // nor, then, the last, which never occurs either
     std::vector<int64_t> order(classes);
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return s[std::size_t(a)] > s[std::size_t(b)]; });
@@ -63,9 +64,32 @@ TEST(ClassificationReport, MatchesSklearn) {
   EXPECT_DOUBLE_EQ(r.accuracy, ref["dict"]["accuracy"].get<double>());
   EXPECT_DOUBLE_EQ(r.top5_accuracy, ref["top5"].get<double>());
   EXPECT_EQ(json(r.confusion), ref["confusion"]);
+  // The recipe metrics from the same confusion matrix.
+  const auto metrics = confusion_metrics(r.confusion);
+  EXPECT_NEAR(metrics.at("f1_macro"), ref["f1_macro"].get<double>(), 1e-12);
+  EXPECT_NEAR(metrics.at("balanced_accuracy"), ref["balanced_accuracy"].get<double>(), 1e-12);
   // The zero-division rows really are exercised.
   EXPECT_EQ(r.per_class[1].precision, 0.0);
   EXPECT_EQ(r.per_class.back().support, 0);
+}
+
+// train.metrics' f1_macro and balanced_accuracy (computed from the evaluation's confusion matrix)
+// are sklearn's f1_score(average="macro") and balanced_accuracy_score: a class in neither the
+// targets nor the predictions is left out of f1_macro, where the report's macro avg counts it.
+TEST(ClassificationReport, RecipeMetricsAreSklearns) {
+  const std::vector<std::string> classes = {"a", "b", "c", "d", "e", "f"};
+  Predictions p = random_predictions(400, classes.size(), 3, /*absent_last=*/true);
+  const ClassificationReport r = classification_report(p.targets, p.ranked, classes);
+  test::TempDir dir;
+  test::write_file(dir / "preds.json", json{{"targets", p.targets}, {"scores", p.scores}, {"classes", classes}}.dump());
+  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/classification_report.py") + " " + (dir / "preds.json"));
+  ASSERT_EQ(py.code, 0) << py.err;
+  const json ref = json::parse(py.out);
+  const auto metrics = confusion_metrics(r.confusion);
+  EXPECT_NEAR(metrics.at("f1_macro"), ref["f1_macro"].get<double>(), 1e-12);
+  EXPECT_NEAR(metrics.at("balanced_accuracy"), ref["balanced_accuracy"].get<double>(), 1e-12);
+  EXPECT_EQ(r.per_class.back().support, 0);
+  EXPECT_GT(metrics.at("f1_macro"), r.macro_avg.f1 + 0.01);
 }
 
 TEST(ClassificationReport, RejectsMismatchedInput) {

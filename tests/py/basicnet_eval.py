@@ -1,6 +1,7 @@
 """Loads trainrun's model.safetensors into PyTorch's own MNIST example Net (strict=True) and
 evaluates it on the first N Fashion-MNIST test images with torchvision's transforms.
-Prints JSON {"eval_loss", "eval_accuracy", "examples"}.
+Prints JSON {"eval_loss", "eval_accuracy", "examples", "eval_f1_macro", "eval_balanced_accuracy"}
+(the last two scikit-learn's f1_score(average="macro") and balanced_accuracy_score).
 
 usage: basicnet_eval.py MODEL.safetensors FASHION_MNIST_DIR N
 """
@@ -12,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from sklearn.metrics import balanced_accuracy_score, f1_score
 
 from st import load_file
 
@@ -55,8 +57,11 @@ def main():
     x = (images - 0.1307) / 0.3081  # transforms.Normalize((0.1307,), (0.3081,))
     with torch.no_grad():
         out = net(x)
+    pred = out.argmax(1)
     print(json.dumps({"eval_loss": F.nll_loss(out, labels).item(),
-                      "eval_accuracy": (out.argmax(1) == labels).sum().item() / n, "examples": n}))
+                      "eval_accuracy": (pred == labels).sum().item() / n, "examples": n,
+                      "eval_f1_macro": f1_score(labels.numpy(), pred.numpy(), average="macro", zero_division=0),
+                      "eval_balanced_accuracy": balanced_accuracy_score(labels.numpy(), pred.numpy())}))
 
 
 if __name__ == "__main__":
