@@ -80,8 +80,22 @@ def shard_seeds():
     put("shard", "duplicate.tar", tar([("k.cls", b"1"), ("k.CLS", b"2")]))
 
 
+def label_file_seeds():
+    """label_file: image_csv's labels file; the first byte is the format (even: CSV, odd: JSON
+    lines) and bit 1 multilabel false. The root has a.png and b.png."""
+    put("label_file", "planet.csv", b"\x00image_name,tags\na.png,haze primary\nb.png,clear\n")
+    put("label_file", "pipes.csv", b'\x00image,labels\na.png,"dog | outdoor, sunny"\nb.png,dog|cat\n')
+    put("label_file", "wide.csv", b"\x00image,sky,sea,sand\na.png,1,0,1\nb.png,0,1,0\n")
+    put("label_file", "single.csv", b"\x02id,label\na.png,cat\nb.png,dog\n")
+    put("label_file", "bad-rows.csv", b"\x00image,labels\na.png,x\na.png,y\nc.png,x\nb.png,\n")
+    put("label_file", "bad-quote.csv", b'\x00image,labels\na.png,"x\ny"z\n')
+    put("label_file", "lines.jsonl", b'\x01{"image": "a.png", "labels": ["x", "y"]}\n{"image": "b.png", "label": 3}\n')
+    put("label_file", "bad.jsonl", b'\x01{"image": "a.png", "labels": [1.5]}\n[1]\n')
+
+
 def main():
     shard_seeds()
+    label_file_seeds()
     rng = np.random.default_rng(0)
     # recipe: every shipped recipe, and one with overrides and ${...} variables.
     recipes = os.path.join(HERE, "..", "recipes")

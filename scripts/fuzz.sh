@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}; shift || true
 dir=${ASAN_BUILD:-build-asan}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(recipe safetensors idx stl10 image checkpoint launcher_env shard)
+[ ${#targets[@]} -gt 0 ] || targets=(recipe safetensors idx stl10 image checkpoint launcher_env shard label_file)
 export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer || ls /usr/lib/llvm-*/bin/llvm-symbolizer | head -1)}
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"  # the suite checks leaks; here, speed
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"

@@ -46,6 +46,10 @@ struct DatasetSplits {
   std::shared_ptr<const Dataset> eval;
   std::vector<std::string> classes;
   std::string eval_split_name = "test";
+  // Rows of a listing the dataset left out, one line each naming the file and line (image_csv: an
+  // unknown label, no label, an image listed twice or missing). The job stops on the first under
+  // data.on_bad_file: error, and warns with their count under skip.
+  std::vector<std::string> left_out;
 };
 
 // Examples per class, counts[c] for labels 0 .. num_classes - 1, from label(i): no image is

@@ -54,11 +54,6 @@ int cmd_shards(const std::vector<std::string>& args, const std::string& output, 
     throw RecipeError("shards: data.dataset: " + config.data.dataset +
                       " is tar shards already; trainrun shards writes datasets read by index (image_folder, "
                       "pets_folder, mnist, ...)");
-  // A sample's `cls` holds one class: a multi-label dataset's sets would be cut to their first.
-  if (data.train->multilabel())
-    throw RecipeError("shards: data.dataset: " + config.data.dataset +
-                      " gives a set of labels per image, and trainrun shards writes one class per sample "
-                      "(multi-label shards are not supported yet)");
 
   std::error_code ec;
   fs::create_directories(output, ec);

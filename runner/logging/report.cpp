@@ -42,22 +42,33 @@ ClassificationReport classification_report(const std::vector<int64_t>& targets,
                                            const std::vector<std::string>& classes) {
   if (targets.size() != ranked.size()) throw std::invalid_argument("classification_report: targets and predictions differ in length");
   const std::size_t n = classes.size();
-  ClassificationReport r;
-  r.classes = classes;
-  r.confusion.assign(n, std::vector<int64_t>(n, 0));
-  int64_t correct = 0, top5 = 0;
+  std::vector<std::vector<int64_t>> confusion(n, std::vector<int64_t>(n, 0));
+  int64_t top5 = 0;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     int64_t t = targets[i], p = ranked[i].at(0);
     if (t < 0 || std::size_t(t) >= n || p < 0 || std::size_t(p) >= n)
       throw std::invalid_argument("classification_report: class index out of range");
-    ++r.confusion[std::size_t(t)][std::size_t(p)];
-    correct += t == p;
+    ++confusion[std::size_t(t)][std::size_t(p)];
     auto end = ranked[i].begin() + std::min<std::ptrdiff_t>(5, std::ptrdiff_t(ranked[i].size()));
     top5 += std::find(ranked[i].begin(), end, t) != end;
   }
-  r.examples = int64_t(targets.size());
-  r.accuracy = ratio(correct, r.examples);
+  ClassificationReport r = report_of_confusion(std::move(confusion), classes);
   r.top5_accuracy = ratio(top5, r.examples);
+  return r;
+}
+
+ClassificationReport report_of_confusion(std::vector<std::vector<int64_t>> confusion, const std::vector<std::string>& classes) {
+  const std::size_t n = classes.size();
+  if (confusion.size() != n) throw std::invalid_argument("report_of_confusion: the matrix and the classes differ in size");
+  ClassificationReport r;
+  r.classes = classes;
+  r.confusion = std::move(confusion);
+  int64_t correct = 0;
+  for (std::size_t c = 0; c < n; ++c) {
+    correct += r.confusion[c][c];
+    for (int64_t count : r.confusion[c]) r.examples += count;
+  }
+  r.accuracy = ratio(correct, r.examples);
   for (std::size_t c = 0; c < n; ++c) {
     int64_t tp = r.confusion[c][c], predicted = 0, actual = 0;
     for (std::size_t k = 0; k < n; ++k) predicted += r.confusion[k][c], actual += r.confusion[c][k];

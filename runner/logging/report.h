@@ -39,6 +39,10 @@ ClassificationReport classification_report(const std::vector<int64_t>& targets,
                                            const std::vector<std::vector<int64_t>>& ranked,
                                            const std::vector<std::string>& classes);
 
+// The report of a confusion matrix ([true class][predicted class] counts): every figure but
+// top5_accuracy (0), which needs the ranked classes (a training evaluation's per_class table).
+ClassificationReport report_of_confusion(std::vector<std::vector<int64_t>> confusion, const std::vector<std::string>& classes);
+
 // The single-label recipe metrics a confusion matrix ([true class][predicted class] counts) gives:
 // f1_macro as sklearn's f1_score(y, pred, average="macro", zero_division=0), the mean F1 over the
 // classes that occur in y or pred (torchmetrics' MulticlassF1Score(average="macro") leaves the

@@ -13,6 +13,9 @@
 #include "runner/recipe/pretrained.h"
 #include "runner/recipe/resolve.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <torch/torch.h>
 
 #include <fnmatch.h>
@@ -188,6 +191,11 @@ DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool 
     throw MissingDataFolder(e.key, recipe.key_at("data.dataset." + e.key) + ": " + e.what());
   }
   defer_dataset_downloads(false);
+  if (!splits.left_out.empty() && !data.skip_bad_files) throw DataError(splits.left_out.front());
+  if (!splits.left_out.empty())
+    spdlog::warn("data.dataset: {} row{} of its labels left out (data.on_bad_file: skip; error stops here): {}{}",
+                 splits.left_out.size(), splits.left_out.size() == 1 ? "" : "s", splits.left_out.front(),
+                 splits.left_out.size() > 1 ? fmt::format(" and {} more", splits.left_out.size() - 1) : "");
   check_class_count(recipe, splits.classes);
   splits.train = limit(splits.train, data.max_train_samples);
   splits.eval = limit(splits.eval, data.max_eval_samples);

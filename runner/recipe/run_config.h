@@ -77,6 +77,8 @@ struct ComponentConfig {
 std::vector<std::string> evaluation_metric_choices();
 // What train.metrics takes: the single-label metrics, then the multi-label ones not among them.
 std::vector<std::string> task_metric_names();
+// train.metrics' word for a per-class table after each evaluation (no figure of its own).
+constexpr const char* kPerClassMetric = "per_class";
 // Those of train.task: single_label (multilabel_metric_names() has the others).
 const std::vector<std::string>& single_label_metric_names();
 // Why `metric` (a short name: map, top5) is not one of `task`'s; "" when it is.

@@ -55,7 +55,8 @@ SectionSpec<DataConfig> declare_data() {
       .key("workers", &D::workers, Type::Int, yaml("2"), "decode/augment threads per process (0 = in the training thread)")
       .min(0)
       .key("on_bad_file", Type::String, Node("skip"),
-           "an image that does not decode: skip (left out of its batch, with a warning) | error (stop)",
+           "an image that does not decode, or a bad row of a labels file (image_csv): skip (left out, with a "
+           "warning) | error (stop)",
            [](D& d, const Node& v) { d.skip_bad_files = v.as<std::string>() == "skip"; })
       .choices({"skip", "error"})
       .key("sampler", &D::sampler, Type::String, Node("random"),
@@ -106,8 +107,12 @@ SectionSpec<TrainConfig> declare_train() {
       .key("metrics", &T::metrics, Type::StringList, Node(std::vector<std::string>{"accuracy"}),
            "evaluation metrics; single_label: accuracy, top5, f1_macro, balanced_accuracy (sklearn's); multilabel: "
            "accuracy (every label right), map, map_micro, f1_macro, f1_micro, f1_samples, precision, recall (macro, at "
-           "train.threshold)")
-      .choices(task_metric_names())
+           "train.threshold); either: per_class (each evaluation prints its per-class table)")
+      .choices([] {
+        std::vector<std::string> out = task_metric_names();
+        out.push_back(kPerClassMetric);
+        return out;
+      }())
       .key("threshold", &T::threshold, Type::Float, yaml("0.5"),
            "multilabel: a class is predicted where its sigmoid is above this (F1, precision, recall, accuracy)")
       .range(0, 1)

@@ -97,12 +97,20 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     if (keep_predictions) r.scores = all_scores, r.truths = all_truths;
     for (const auto& [name, value] : r.multilabel->metrics) r.metrics["eval_" + name] = value;
   } else {
-    for (const auto& [name, value] : confusion_metrics(square(totals.narrow(0, 4, C * C), C))) r.metrics["eval_" + name] = value;
+    r.confusion = square(totals.narrow(0, 4, C * C), C);
+    for (const auto& [name, value] : confusion_metrics(r.confusion)) r.metrics["eval_" + name] = value;
   }
   const double runtime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.metrics["eval_runtime"] = runtime;
   r.metrics["eval_samples_per_second"] = t[3] / runtime;
   return r;
+}
+
+std::string per_class_table(const EvalResult& r, const std::vector<std::string>& classes) {
+  if (r.multilabel) return multilabel_report_text(*r.multilabel, classes);
+  std::vector<std::string> names;  // the model's outputs, named where the dataset names them
+  for (std::size_t c = 0; c < r.confusion.size(); ++c) names.push_back(c < classes.size() ? classes[c] : std::to_string(c));
+  return report_of_confusion(r.confusion, names).text();
 }
 
 nlohmann::ordered_json eval_line(const EvalResult& r, const std::vector<std::string>& metrics, int64_t step,

@@ -24,6 +24,8 @@ struct EvalResult {
   // classes by decreasing score, for the classification report.
   std::vector<int64_t> targets;
   std::vector<std::vector<int64_t>> ranked;
+  // Single-label: the confusion matrix of the whole eval split ([true][predicted], every rank's).
+  std::vector<std::vector<int64_t>> confusion;
   // train.task: multilabel: every class's AP, F1, precision and recall over the whole eval split
   // (the scores gathered from every rank); eval_map & co are in `metrics`.
   std::optional<MultilabelEvaluation> multilabel;
@@ -35,6 +37,11 @@ struct EvalResult {
 // One pass over this rank's eval shard, summed over ranks: every example counts once.
 EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
                     bool keep_predictions = false);
+
+// train.metrics' per_class: the per-class table of an evaluation (single-label: precision, recall,
+// F1 and support from the confusion matrix; multilabel: AP, precision, recall, F1, support), the
+// layout of `trainrun eval`'s report.
+std::string per_class_table(const EvalResult& r, const std::vector<std::string>& classes);
 
 // An evaluation's log line: eval_loss, the metrics the recipe asks for (train.metrics), the
 // runtime figures, eval_examples, epoch and step.

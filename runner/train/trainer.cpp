@@ -267,6 +267,9 @@ void TrainLoop::evaluate_now() {
   nlohmann::ordered_json line = eval_line(last_eval_, job_.config.train.metrics, state_.global_step, epoch_progress());
   unsaved_eval_ = line;
   log(line);
+  const auto& wanted = job_.config.train.metrics;
+  if (std::find(wanted.begin(), wanted.end(), kPerClassMetric) != wanted.end())
+    spdlog::info("\n{}", per_class_table(last_eval_, job_.data.classes));  // rank 0's console and train.log
   opt_.scheduler->observe(last_eval_.metrics);  // reduce_on_plateau decides here, as torch's step(val_loss)
   fire([&](Callback& c) { c.on_evaluate(*this, control_, last_eval_, line); });
   set_train_mode();

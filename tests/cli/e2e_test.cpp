@@ -24,19 +24,23 @@ class EndToEnd : public ::testing::Test {
 };
 
 TEST_F(EndToEnd, LossFallsAndAccuracyBeatsChance) {
-  auto r = test::run(test::trainrun(common + "train.epochs=2 train.metrics=[accuracy,f1_macro,balanced_accuracy] output.dir=" +
-                                    (dir / "run")));
+  auto r = test::run(test::trainrun(
+      common + "train.epochs=2 train.metrics=[accuracy,f1_macro,balanced_accuracy,per_class] output.dir=" + (dir / "run")));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("***** Running training *****"), std::string::npos);
   EXPECT_NE(r.out.find("Total optimization steps = 64"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("{'loss': "), std::string::npos);
   EXPECT_NE(r.out.find("{'eval_loss': "), std::string::npos);
+  // per_class: each evaluation's table, as `trainrun eval` lays it out (and nothing in the line).
+  EXPECT_NE(r.out.find("  Ankle boot "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weighted avg"), std::string::npos) << r.out;
 
   auto lines = test::read_jsonl(dir / "run/metrics.jsonl");
   std::vector<double> losses;
   std::vector<json> evals;
   for (auto& l : lines) {
     ASSERT_TRUE(l.contains("step") && l.contains("epoch")) << l.dump();
+    EXPECT_FALSE(l.contains("eval_per_class")) << l.dump();
     if (l.contains("loss")) losses.push_back(l["loss"]);
     if (l.contains("eval_loss")) evals.push_back(l);
   }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -75,6 +76,16 @@ void check_tuned_thresholds(const test::TempDir& dir, const std::string& recipe,
   ASSERT_EQ(carried.size(), 10u);
   for (std::size_t c = 0; c < 10; ++c)
     EXPECT_EQ(carried[c], file["thresholds"][labels[std::to_string(c)].get<std::string>()]) << "class " << c;
+  // The ONNX export too, as the onnx package reads its metadata_props.
+  auto onnx = test::run(test::trainrun("export " + recipe + " --checkpoint " + (dir / "run") + " --format onnx"));
+  ASSERT_EQ(onnx.code, 0) << onnx.err;
+  auto declared = test::run(std::string(test::kPython) + " " + test::source("tests/py/onnx_check.py") + " " + (dir / "run/model.onnx"));
+  ASSERT_EQ(declared.code, 0) << declared.err;
+  const auto onnx_info = nlohmann::json::parse(declared.out);
+  EXPECT_EQ(onnx_info["checker"], "ok") << declared.out;
+  const auto onnx_meta = nlohmann::json::parse(onnx_info["metadata"]["trainrun"].get<std::string>());
+  EXPECT_EQ(onnx_meta["activation"], "sigmoid");
+  EXPECT_EQ(onnx_meta["thresholds"], carried);
   auto alone = test::run(test::trainrun("predict --model " + (dir / "run/model.pt") + " " + images));
   ASSERT_EQ(alone.code, 0) << alone.err;
   const auto from_export = nlohmann::json::parse(alone.out.substr(0, alone.out.find('\n')))["labels"];
@@ -141,6 +152,48 @@ TEST(Multilabel, RecipeTrainsOnTiledFashionMnistAndEvalPrintsTheTable) {
   check_tuned_thresholds(dir, recipe, images);
 }
 
+// `trainrun shards` writes each picture's set as a json member ({"labels": [...]}, read back by
+// Python's tarfile and json), and a run on those shards (webdataset, multilabel: true), with
+// mixup/CutMix mixing the multi-hot rows, trains and evaluates every eval picture with the
+// multi-label metrics.
+TEST(Multilabel, ShardsCarryTheSetsAndTrainAsWebDataset) {
+  test::TempDir dir;
+  const std::string recipe = recipe_on_tiles(dir, 64);
+  auto shards = test::run(test::trainrun("shards " + recipe + " --output " + (dir / "shards") + " --no-shuffle"));
+  ASSERT_EQ(shards.code, 0) << shards.err;
+  auto py = test::run(std::string(test::kPython) + " -c \"import json, sys, tarfile; t = tarfile.open(sys.argv[1]); "
+                      "print(json.dumps([json.load(t.extractfile(m)) for m in t.getmembers() if m.name.endswith('.json')]))\" " +
+                      (dir / "shards/train-000000.tar"));
+  ASSERT_EQ(py.code, 0) << py.err;
+  const auto samples = nlohmann::json::parse(py.out);
+  ASSERT_EQ(samples.size(), 64u);
+  // The first picture of the CSV, in the dataset's order (--no-shuffle): its classes' indices.
+  const std::string first = test::read_file(dir / "data/train.csv").substr(std::string("image,labels\n").size());
+  std::vector<std::string> classes;
+  std::istringstream listed(test::read_file(dir / "shards/classes.txt"));
+  for (std::string line; std::getline(listed, line);) classes.push_back(line);
+  std::vector<int64_t> want;
+  std::string row = first.substr(first.find(',') + 1, first.find('\n') - first.find(',') - 1);
+  for (std::size_t at = 0; at != std::string::npos;) {
+    const std::size_t bar = row.find('|', at);
+    const std::string name = row.substr(at, bar == std::string::npos ? bar : bar - at);
+    want.push_back(std::find(classes.begin(), classes.end(), name) - classes.begin());
+    at = bar == std::string::npos ? bar : bar + 1;
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(samples[0]["labels"].get<std::vector<int64_t>>(), want) << samples[0].dump() << " vs the row " << row;
+
+  const std::string on_shards = test::source("recipes/multilabel_resnet18.yaml") + " data.workers=1 train.epochs=1 " +
+                                "'data.dataset={name: webdataset, urls: " + (dir / "shards/train-000000.tar") +
+                                ", eval_urls: " + (dir / "shards/validation-000000.tar") + ", multilabel: true}' " +
+                                "'data.mixup={mixup_alpha: 0.8, cutmix_alpha: 1.0, label_smoothing: 0}' output.dir=" + (dir / "run");
+  auto run = test::run(test::trainrun(on_shards));
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  const nlohmann::json e = last_eval(dir / "run/metrics.jsonl");
+  EXPECT_EQ(e["eval_examples"], 96);
+  EXPECT_TRUE(e.contains("eval_map")) << e.dump();
+}
+
 // Exact resume: a run given a second epoch continues from its checkpoint with the same losses and
 // the same multi-label metrics as a run of two epochs straight (the targets come from the loader,
 // so nothing multi-label is in the checkpoint).
@@ -196,13 +249,17 @@ TEST(Multilabel, TaskDataAndLossMismatchesAreOneLineEach) {
   EXPECT_NE(tune.err.find("eval --tune-thresholds: train.task is single_label"), std::string::npos) << tune.err;
   auto ok = test::run(test::trainrun("check " + recipe + " train.loss.pos_weight=auto"));
   EXPECT_EQ(ok.code, 0) << ok.err;
-  // A shard's cls holds one class: refused, not cut to each image's first label.
-  auto shards = test::run(test::trainrun("shards " + recipe + " --output " + (dir / "shards")));
-  EXPECT_EQ(shards.code, 2) << shards.err;
-  EXPECT_NE(shards.err.find("gives a set of labels per image, and trainrun shards writes one class per sample"),
+  // Bad rows of a labels file: left out with a count under data.on_bad_file: skip (the default),
+  // the first one stops the job under error.
+  test::write_file(dir / "data/train.csv", test::read_file(dir / "data/train.csv") +
+                                               "images/gone.png,Bag|Coat\nimages/train_00000.png,Bag\n");
+  auto skipped = test::run(test::trainrun("check " + recipe));
+  EXPECT_EQ(skipped.code, 0) << skipped.err;
+  EXPECT_NE((skipped.out + skipped.err).find("data.dataset: 2 rows of its labels left out (data.on_bad_file: skip; error "
+                                             "stops here): " + (dir / "data/train.csv") + ": line 42: image 'images/gone.png'"),
             std::string::npos)
-      << shards.err;
-  EXPECT_FALSE(fs::exists(dir / "shards"));
+      << skipped.out << skipped.err;
+  refused("data.on_bad_file=error", (dir / "data/train.csv") + ": line 42: image 'images/gone.png': no such file");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "make_dataset.h"
 #include "test_util.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace trainrun {
@@ -95,7 +96,38 @@ TEST(ImageCsv, WideColumnsPipesJsonLinesAndSingleLabels) {
   EXPECT_EQ(single.train->get(2).label, 0);
 }
 
-// Each problem: one DataError naming the file and line.
+// A row that cannot be an example is left out with one line naming the file and line (the job
+// stops on it, or warns, as data.on_bad_file says); a file with no usable row is that line as an
+// error, and so is a file that is not a labels file.
+TEST(ImageCsv, BadRowsAreLeftOutNamingTheFileAndLine) {
+  test::TempDir dir;
+  const std::string base = folder_with(dir, "ok.csv", "image,labels\na.png,x\n");
+  auto left_out = [&](const std::string& text, const std::string& extra = "") {
+    test::write_file(dir / "bad.csv", text);
+    auto d = image_csv("root: " + (dir / "img") + ", labels_file: " + (dir / "bad.csv") + ", val_labels_file: " +
+                       (dir / "ok.csv") + extra);
+    EXPECT_EQ(d.train->size(), std::size_t(std::count(text.begin(), text.end(), '\n') - 1) - d.left_out.size());
+    return d.left_out;
+  };
+  const std::string f = dir / "bad.csv";
+  using Lines = std::vector<std::string>;
+  EXPECT_EQ(left_out("image,labels\na.png,x\nb.png,\n"), Lines{f + ": line 3: image 'b.png' has no label"});
+  EXPECT_EQ(left_out("image,labels\na.png,x\nb.png,y\na.png,z\n"),
+            Lines{f + ": line 4: image 'a.png' is listed again (first on line 2)"});
+  EXPECT_EQ(left_out("image,labels\na.png,x\nzz.png,x\nc.png,y\nyy.png,y\n"),
+            (Lines{f + ": line 3: image 'zz.png': no such file " + (dir / "img/zz.png"),
+                   f + ": line 5: image 'yy.png': no such file " + (dir / "img/yy.png")}));
+  EXPECT_EQ(left_out("image,labels\na.png,x y\nb.png,x\n", ", classes: [x]"),
+            Lines{f + ": line 2: label 'y' is not one of the 1 classes (data.dataset.classes)"});
+  EXPECT_EQ(left_out("image,labels\na.png,x y\nb.png,x\n", ", multilabel: false"),
+            Lines{f + ": line 2: image 'a.png' has 2 labels, but multilabel is false"});
+  test::write_file(dir / "none.csv", "image,labels\nzz.png,x\nyy.png,x\n");
+  EXPECT_EQ(test::error_of<DataError>([&] { image_csv("root: " + (dir / "img") + ", labels_file: " + (dir / "none.csv")); }),
+            (dir / "none.csv") + ": line 2: image 'zz.png': no such file " + (dir / "img/zz.png") +
+                " (no row is usable: all 2 have a problem)");
+}
+
+// A file that is not a labels file: one DataError naming the file and line.
 TEST(ImageCsv, BadLabelFilesNameTheFileAndLine) {
   test::TempDir dir;
   const std::string base = folder_with(dir, "ok.csv", "image,labels\na.png,x\n");
@@ -107,20 +139,11 @@ TEST(ImageCsv, BadLabelFilesNameTheFileAndLine) {
     });
   };
   const std::string f = dir / "bad.csv";
-  EXPECT_EQ(error("image,labels\na.png,x\nb.png,\n"), f + ": line 3: image 'b.png' has no label");
-  EXPECT_EQ(error("image,labels\na.png,x\nb.png,y\na.png,z\n"),
-            f + ": line 4: image 'a.png' is listed again (first on line 2)");
-  EXPECT_EQ(error("image,labels\na.png,x\nzz.png,x\n"),
-            f + ": line 3: image 'zz.png': no such file " + (dir / "img/zz.png"));
-  EXPECT_EQ(error("image,labels\na.png,x y\n", ", classes: [x]"),
-            f + ": line 2: label 'y' is not one of the 1 classes (data.dataset.classes)");
   EXPECT_EQ(error("image,labels\na.png,x\nb.png,x,y\n"), f + ": line 3: 3 fields, the header has 2");
   EXPECT_EQ(error("image,a,b\na.png,1,2\n"), f + ": line 2: column 'b' is '2'; a class column holds 0 or 1");
   EXPECT_EQ(error("image,labels\na.png,\"x\ny\"z\n"),
             f + ": line 3: not valid CSV (error parsing data while strict checking enabled; a quote inside a field "
                 "must be doubled, \"\")");
-  EXPECT_EQ(error("image,labels\na.png,x y\n", ", multilabel: false"),
-            f + ": line 2: image 'a.png' has 2 labels, but multilabel is false");
   EXPECT_EQ(error("name,labels\na.png,x\n", ", image_column: image"),
             f + ": line 1: no column 'image' (image_column); the header has: name, labels");
   test::write_file(dir / "bad.jsonl", "{\"image\": \"a.png\", \"labels\": [\"x\"]}\n{\"image\": \"b.png\", \"labels\": [1.5]}\n");

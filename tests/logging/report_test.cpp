@@ -64,6 +64,8 @@ TEST(ClassificationReport, MatchesSklearn) {
   EXPECT_DOUBLE_EQ(r.accuracy, ref["dict"]["accuracy"].get<double>());
   EXPECT_DOUBLE_EQ(r.top5_accuracy, ref["top5"].get<double>());
   EXPECT_EQ(json(r.confusion), ref["confusion"]);
+  // A training evaluation's per_class table comes from the confusion matrix alone: the same text.
+  EXPECT_EQ(report_of_confusion(r.confusion, classes).text(4), ref["text"].get<std::string>());
   // The recipe metrics from the same confusion matrix.
   const auto metrics = confusion_metrics(r.confusion);
   EXPECT_NEAR(metrics.at("f1_macro"), ref["f1_macro"].get<double>(), 1e-12);

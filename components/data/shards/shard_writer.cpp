@@ -65,14 +65,23 @@ struct SampleField {
   std::vector<unsigned char> bytes;
 };
 
+// The label's member: `cls`, the class index as TarWriter's encoder writes an int (str(), no
+// newline); a multi-label dataset's set as `json`, {"labels": [3, 7]}, as json.dumps writes it.
+SampleField label_field(const Dataset& data, int64_t label, const std::vector<int64_t>& labels) {
+  const std::string text = data.multilabel() ? nlohmann::json{{"labels", labels}}.dump() : std::to_string(label);
+  return {data.multilabel() ? "json" : "cls", std::vector<unsigned char>(text.begin(), text.end())};
+}
+
 // The sample's fields in the order TarWriter writes them (sorted by name).
 std::vector<SampleField> sample_fields(const Dataset& data, std::size_t index) {
   std::vector<SampleField> fields;
   int64_t label = 0;
+  std::vector<int64_t> labels;
   const std::optional<std::string> file = data.source_file(index);
   if (file && copied_as_is(lower_extension(*file))) {
     fields.push_back({lower_extension(*file), file_bytes(*file)});
     label = data.label(index);
+    if (data.multilabel()) labels = data.labels(index);
   } else {
     Example ex = data.get(index);
     try {
@@ -81,9 +90,9 @@ std::vector<SampleField> sample_fields(const Dataset& data, std::size_t index) {
       throw DataError("example " + std::to_string(index) + (file ? " (" + *file + ")" : "") + ": " + e.what());
     }
     label = ex.label;
+    labels = ex.labels;
   }
-  const std::string cls = std::to_string(label);  // as TarWriter's encoder writes an int: str(), no newline
-  fields.push_back({"cls", std::vector<unsigned char>(cls.begin(), cls.end())});
+  fields.push_back(label_field(data, label, labels));
   std::sort(fields.begin(), fields.end(), [](const SampleField& a, const SampleField& b) { return a.field < b.field; });
   return fields;
 }

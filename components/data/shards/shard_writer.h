@@ -31,7 +31,7 @@ struct ShardFile {
 // Writes `data` as `dir`/SPLIT-000000.tar, SPLIT-000001.tar, ... (`dir` exists). Samples go in
 // the order torch.randperm(n, generator=torch.Generator().manual_seed(seed)) gives (the dataset's
 // order without shuffle); sample k has key "%09d" % k and two fields: the image and `cls`, the
-// label as decimal text. The image is the source file's bytes under its lower-cased extension
+// label as decimal text (a multi-label dataset: `json`, {"labels": [3, 7]}). The image is the source file's bytes under its lower-cased extension
 // when the dataset reads whole jpg/jpeg/png/webp/bmp files (Dataset::source_file), else the
 // decoded pixels as a PNG. A shard ends at max_count samples or before the sample that would make
 // the file larger than max_size; a sample larger than max_size alone fills a shard. Each shard is

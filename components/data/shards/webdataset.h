@@ -25,6 +25,7 @@ struct ShardSet {
   int64_t buffer = 0;             // training: the sample shuffle buffer (0: the shards' own order)
   std::string image_key;          // empty: the first of jpg jpeg png webp bmp the sample has
   std::string label_key = "cls";  // a field holding the label as text, else that key of the json field
+  bool multilabel = false;        // a set of labels per sample (a json list, or indices in a text field)
   int64_t channels = 3;
   OpenOptions open;
   std::string what;  // "data.dataset.urls", for messages

@@ -3,8 +3,9 @@
 // train.csv). Classes are the file's labels, sorted (or `classes:` in that order). The eval split
 // is a second labels file (`val_labels_file`, images under the same root) or a seeded share.
 // Multi-label (`multilabel: auto`) when a row has other than one label or the file has a column
-// per class. Unknown labels, empty label sets, an image listed twice and a missing image are each
-// one line naming the file and line.
+// per class. A row with an unknown label, no label, an image listed twice or a missing image is
+// left out with one line naming the file and line (DatasetSplits::left_out: data.on_bad_file
+// decides whether the run stops); a file whose every row is bad is that first line as an error.
 #include "components/data/sources/image_files.h"
 #include "components/data/sources/label_file.h"
 
@@ -55,38 +56,54 @@ std::vector<std::string> classes_of(const Config& c, const Listed& train) {
   return {names.begin(), names.end()};
 }
 
-// The rows as image files with label sets; every problem names the file and line.
-ImageFiles to_images(const Listed& listed, const std::vector<std::string>& classes, const Config& c, bool multilabel) {
+// Why a row cannot be an example (naming the file and line), or "" when it can: then its image's
+// path and label set are set.
+std::string check_row(const LabelRow& row, const std::string& file, const std::map<std::string, int64_t>& index,
+                      const Config& c, bool multilabel, std::string& path, std::set<int64_t>& set) {
+  const std::string where = fmt::format("{}: line {}", file, row.line);
+  if (row.image.empty()) return where + ": no image name";
+  if (row.labels.empty()) return where + ": image '" + row.image + "' has no label";
+  if (!multilabel && row.labels.size() > 1)
+    return fmt::format("{}: image '{}' has {} labels, but multilabel is false", where, row.image, row.labels.size());
+  for (const std::string& label : row.labels) {
+    auto it = index.find(label);
+    if (it == index.end())
+      return fmt::format("{}: label '{}' is not one of the {} classes ({}.classes)", where, label, index.size(), c.path());
+    set.insert(it->second);
+  }
+  path = image_path(c.get<std::string>("root"), row.image, c.is_null("extension") ? "" : c.get<std::string>("extension"));
+  if (!fs::is_regular_file(path)) return fmt::format("{}: image '{}': no such file {}", where, row.image, path);
+  return "";
+}
+
+// The rows as image files with label sets; the rows that cannot be go to `left_out`.
+ImageFiles to_images(const Listed& listed, const std::vector<std::string>& classes, const Config& c, bool multilabel,
+                     std::vector<std::string>& left_out) {
   std::map<std::string, int64_t> index;
   for (std::size_t i = 0; i < classes.size(); ++i) index[classes[i]] = int64_t(i);
-  const fs::path root = c.get<std::string>("root");
-  const std::string extension = c.is_null("extension") ? "" : c.get<std::string>("extension");
   std::map<std::string, int64_t> seen;  // image -> its line
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, problems;
   std::vector<std::vector<int64_t>> sets;
   for (const LabelRow& row : listed.file.rows) {
-    const std::string where = fmt::format("{}: line {}", listed.path, row.line);
-    if (row.image.empty()) throw DataError(where + ": no image name");
-    if (auto [it, fresh] = seen.emplace(row.image, row.line); !fresh)
-      throw DataError(fmt::format("{}: image '{}' is listed again (first on line {})", where, row.image, it->second));
-    if (row.labels.empty()) throw DataError(where + ": image '" + row.image + "' has no label");
-    if (!multilabel && row.labels.size() > 1)
-      throw DataError(fmt::format("{}: image '{}' has {} labels, but multilabel is false", where, row.image,
-                                  row.labels.size()));
+    std::string path;
     std::set<int64_t> set;
-    for (const std::string& label : row.labels) {
-      auto it = index.find(label);
-      if (it == index.end())
-        throw DataError(fmt::format("{}: label '{}' is not one of the {} classes ({}.classes)", where, label,
-                                    classes.size(), c.path()));
-      set.insert(it->second);
+    std::string problem = check_row(row, listed.path, index, c, multilabel, path, set);
+    if (problem.empty())
+      if (auto [it, fresh] = seen.emplace(row.image, row.line); !fresh)
+        problem = fmt::format("{}: line {}: image '{}' is listed again (first on line {})", listed.path, row.line,
+                              row.image, it->second);
+    if (!problem.empty()) {
+      problems.push_back(std::move(problem));
+      continue;
     }
-    std::string path = image_path(root, row.image, extension);
-    if (!fs::is_regular_file(path)) throw DataError(fmt::format("{}: image '{}': no such file {}", where, row.image, path));
     paths.push_back(std::move(path));
     sets.emplace_back(set.begin(), set.end());
   }
-  if (paths.empty()) throw DataError(listed.path + ": no rows after the header");
+  if (listed.file.rows.empty()) throw DataError(listed.path + ": no rows after the header");
+  if (paths.empty())
+    throw DataError(problems.front() +
+                    (problems.size() > 1 ? fmt::format(" (no row is usable: all {} have a problem)", problems.size()) : ""));
+  left_out.insert(left_out.end(), problems.begin(), problems.end());
   if (multilabel) return ImageFiles(std::move(paths), std::move(sets), channels(c));
   std::vector<int64_t> labels;
   for (const auto& s : sets) labels.push_back(s.front());
@@ -106,15 +123,21 @@ DatasetSplits make_image_csv(const Config& c) {
   DatasetSplits out;
   out.classes = classes_of(c, train);
   const bool multilabel = is_multilabel(c, train);
-  ImageFiles all = to_images(train, out.classes, c, multilabel);
+  ImageFiles all = to_images(train, out.classes, c, multilabel, out.left_out);
   out.eval_split_name = "validation";
   if (!c.is_null("val_labels_file")) {
     out.train = std::make_shared<ImageFiles>(std::move(all));
-    out.eval = std::make_shared<ImageFiles>(to_images(read(c, "val_labels_file"), out.classes, c, multilabel));
+    out.eval = std::make_shared<ImageFiles>(to_images(read(c, "val_labels_file"), out.classes, c, multilabel, out.left_out));
     return out;
   }
-  std::tie(out.train, out.eval) =
-      split_files(all, c.get<double>("val_fraction"), c.get<uint64_t>("split_seed"), train.path);
+  try {
+    std::tie(out.train, out.eval) =
+        split_files(all, c.get<double>("val_fraction"), c.get<uint64_t>("split_seed"), train.path);
+  } catch (const DataError& e) {
+    if (out.left_out.empty()) throw;
+    throw DataError(std::string(e.what()) + ", with " + std::to_string(out.left_out.size()) +
+                    " bad rows left out, the first: " + out.left_out.front());
+  }
   return out;
 }
 

@@ -78,6 +78,7 @@ std::shared_ptr<ShardSet> shard_set(const Config& c, const std::string& key, int
   set->open = open;
   set->image_key = c.get<std::string>("image_key", "");
   set->label_key = c.get<std::string>("label_key", "");
+  set->multilabel = c.get<bool>("multilabel", false);
   set->channels = channels(c);
   const YAML::Node shuffle = c.node()["shuffle"];
   set->shuffle_shards = shuffle["shards"] ? shuffle["shards"].as<bool>() : true;
@@ -190,7 +191,11 @@ TRAINRUN_REGISTER(Dataset, "webdataset",
                       .nullable()
                       .add("image_key", Type::String, YAML::Node(""), "the image field; empty = first of jpg jpeg png webp bmp")
                       .add("label_key", Type::String, YAML::Node(""),
-                           "the label field (text) or json key; empty = cls, label, then json's label")
+                           "the label field (text) or json key; empty = cls, label, then json's label (multilabel: "
+                           "json's labels, label, cls)")
+                      .add("multilabel", Type::Bool, yaml("false"),
+                           "a set of labels per sample (train.task: multilabel): a json list of class indices "
+                           "({\"labels\": [3, 7]}, as trainrun shards writes), or indices in a text field (\"3 7\")")
                       .add("cache_dir", Type::Path, YAML::Node(), "remote shards downloaded here whole first; null = streamed")
                       .nullable()
                       .add("retries", Type::Int, yaml("3"), "HTTP reconnections per shard (a Range request from the last byte)")

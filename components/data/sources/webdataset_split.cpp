@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -57,7 +59,12 @@ Example WebDatasetSplit::from_sample(const RawSample& s, const RegionPicker* pic
   RegionPicker whole = [](int64_t h, int64_t w) { return CropBox{0, 0, h, w}; };
   Example ex;
   ex.image = decode_image_bytes(bytes, what + "." + name, set_->channels, pick ? *pick : whole);
-  ex.label = label_of(s);
+  if (set_->multilabel) {
+    ex.labels = labels_of(s);
+    ex.label = ex.labels.front();
+  } else {
+    ex.label = label_of(s);
+  }
   return ex;
 }
 
@@ -92,6 +99,68 @@ int64_t WebDatasetSplit::label_of(const RawSample& s) const {
     throw DataError(what + ": label " + std::to_string(*label) + " is outside the " + std::to_string(num_classes_) +
                     " classes (0 to " + std::to_string(num_classes_ - 1) + ")");
   return *label;
+}
+
+namespace {
+
+// Class indices in a text field: "3 7", "3,7" or "3, 7"; none when some part is not an integer.
+std::optional<std::vector<int64_t>> parse_labels(const std::string& text) {
+  std::vector<int64_t> out;
+  std::string part;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    const char ch = i < text.size() ? text[i] : ' ';
+    if (ch != ',' && !std::isspace(static_cast<unsigned char>(ch))) {
+      part += ch;
+      continue;
+    }
+    if (part.empty()) continue;
+    auto v = parse_label(part);
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+    part.clear();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> WebDatasetSplit::labels_of(const RawSample& s) const {
+  const std::string what = s.url + ": sample '" + s.key + "'";
+  const std::string& key = set_->label_key;
+  std::optional<std::vector<int64_t>> labels;
+  for (const auto& f : key.empty() ? std::vector<std::string>{"cls", "label"} : std::vector<std::string>{key}) {
+    auto it = s.fields.find(f);
+    if (it == s.fields.end()) continue;
+    labels = parse_labels(it->second);
+    if (!labels)
+      throw UnreadableFile(what + "." + f + ": '" + wds::trim(it->second.substr(0, 40)) + "' is not a list of integer labels");
+    break;
+  }
+  auto it = s.fields.find("json");
+  if (!labels && it != s.fields.end()) {
+    const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    for (const auto& k : key.empty() ? std::vector<std::string>{"labels", "label", "cls"} : std::vector<std::string>{key}) {
+      if (!j.is_object() || !j.contains(k)) continue;
+      const nlohmann::json& v = j[k];
+      const bool ints = v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number_integer(); });
+      if (!ints && !v.is_number_integer())
+        throw UnreadableFile(what + ".json: \"" + k + "\" is " + v.dump().substr(0, 40) + ", not a list of integer labels");
+      labels = v.is_array() ? v.get<std::vector<int64_t>>() : std::vector<int64_t>{v.get<int64_t>()};
+      break;
+    }
+  }
+  if (!labels || labels->empty())
+    throw UnreadableFile(what + ": no label (" +
+                         (key.empty() ? std::string("a cls or label field, or a json field's \"labels\"")
+                                      : "a " + key + " field, or a json field's \"" + key + "\"") +
+                         (labels ? " holds an empty list" : "") + "); its fields: " + fields_of(s));
+  std::sort(labels->begin(), labels->end());
+  labels->erase(std::unique(labels->begin(), labels->end()), labels->end());
+  if (labels->front() < 0 || labels->back() >= num_classes_)
+    throw DataError(what + ": label " + std::to_string(labels->front() < 0 ? labels->front() : labels->back()) +
+                    " is outside the " + std::to_string(num_classes_) + " classes (0 to " +
+                    std::to_string(num_classes_ - 1) + ")");
+  return *labels;
 }
 
 RawSample WebDatasetSplit::nth(std::size_t i) const {

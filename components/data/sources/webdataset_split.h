@@ -22,10 +22,14 @@ class WebDatasetSplit final : public StreamingDataset {
   Example get(std::size_t i) const override { return from_sample(nth(i), nullptr); }
   Example get_region(std::size_t i, const RegionPicker& pick) const override { return from_sample(nth(i), &pick); }
   int64_t label(std::size_t i) const override { return label_of(nth(i)); }
+  bool multilabel() const override { return set_->multilabel; }
+  std::vector<int64_t> labels(std::size_t i) const override { return labels_of(nth(i)); }
   Example from_sample(const wds::RawSample& s, const RegionPicker* pick) const override;
 
  private:
   int64_t label_of(const wds::RawSample& s) const;
+  // A multi-label sample's classes, sorted, each once; UnreadableFile without any.
+  std::vector<int64_t> labels_of(const wds::RawSample& s) const;
   wds::RawSample nth(std::size_t i) const;
 
   std::shared_ptr<wds::ShardSet> set_;

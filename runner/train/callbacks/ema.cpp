@@ -74,7 +74,8 @@ class ModelEma : public Callback {
     EvalResult e = t.evaluate_model();
     for (std::size_t i = 0; i < live.size(); ++i) live[i].second.detach().copy_(own[i]);
     r.metrics["eval_ema_loss"] = e.metrics.at("eval_loss");
-    for (const auto& m : t.job().config.train.metrics) r.metrics["eval_ema_" + m] = e.metrics.at("eval_" + m);
+    for (const auto& m : t.job().config.train.metrics)
+      if (m != kPerClassMetric) r.metrics["eval_ema_" + m] = e.metrics.at("eval_" + m);
   }
 
   void on_save_checkpoint(Trainer& t, CheckpointFiles& files) override {
