@@ -41,9 +41,10 @@ int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint
 // results file; `threshold` NaN: the model's own (multilabel).
 int cmd_predict(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& exported,
                 int64_t top_k, const std::vector<std::string>& images, const std::string& output, double threshold);
-// `format`: torchscript | onnx; `output` empty: beside the weights.
+// `format`: torchscript | onnx | hub; `output` empty: beside the weights; `repo` and `license`:
+// the hub folder's model card.
 int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
-               const std::string& output, bool ema);
+               const std::string& output, bool ema, const std::string& repo, const std::string& license);
 // `trainrun shards`: data.dataset as WebDataset tar shards in `output` (new or empty);
 // `max_size` as --max-size takes it ("256MB").
 int cmd_shards(const std::vector<std::string>& args, const std::string& output, int64_t max_count,

@@ -1,9 +1,10 @@
-// `trainrun export RECIPE.yaml --checkpoint PATH --format torchscript|onnx [--output FILE] [--ema]`:
+// `trainrun export RECIPE.yaml --checkpoint PATH --format torchscript|onnx|hub [--output FILE] [--ema]`:
 // the checkpoint's model, traced in eval mode, as a file Python and LibTorch (TorchScript) or
 // onnxruntime (ONNX) run without trainrun, carrying its preprocessing and labels (README "Export
-// and serve").
+// and serve"); or (hub) the folder a Hugging Face Hub model repository holds (hub_folder.h).
 #include "components/callbacks/checkpoint_format.h"
 #include "runner/cli/commands.h"
+#include "runner/export/hub_folder.h"
 #include "runner/export/metadata.h"
 #include "runner/export/onnx.h"
 #include "runner/export/torchscript.h"
@@ -11,6 +12,8 @@
 #include "runner/io/weights.h"
 #include "support/durable_file.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/torch.h>
@@ -66,9 +69,11 @@ std::string default_output(const std::string& weights, const std::string& format
 }  // namespace
 
 int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
-               const std::string& output, bool ema) {
-  if (format != "torchscript" && format != "onnx")
-    throw RecipeError("export: --format " + format + ": expected torchscript or onnx");
+               const std::string& output, bool ema, const std::string& repo, const std::string& license) {
+  if (format != "torchscript" && format != "onnx" && format != "hub")
+    throw RecipeError("export: --format " + format + ": expected torchscript, onnx or hub");
+  if (format != "hub" && (!repo.empty() || !license.empty()))
+    throw RecipeError("export: --repo and --license are for --format hub (the model card's)");
   const std::string weights = export_weights(checkpoint, ema);
   JobOptions options;
   options.pretrained = false;  // the checkpoint's weights replace them
@@ -85,6 +90,20 @@ int cmd_export(const std::vector<std::string>& args, const std::string& checkpoi
   job.model->to(torch::kCPU, torch::kFloat32);
   job.model->eval();
   const std::vector<int64_t> input_size = pipeline_output_size(job);
+  if (format == "hub") {
+    const std::string dir = output.empty() ? (fs::path(weights).parent_path() / "hub").string() : output;
+    HubFolderOptions hub{repo, license.empty() ? "other" : license};
+    std::vector<std::string> files;
+    try {
+      files = write_hub_folder(job, weights, input_size, dir, hub);
+    } catch (const FileWriteError& e) {
+      throw TrainingError(e.what());
+    }
+    spdlog::info("Wrote {}: {} (a Hub model repository's files; timm.create_model(\"{}\", pretrained=True) reads them)",
+                 dir, fmt::format("{}", fmt::join(files, ", ")),
+                 repo.empty() ? "local-dir:" + fs::absolute(dir).lexically_normal().string() : "hf-hub:" + repo);
+    return kExitOk;
+  }
   torch::jit::Module traced = trace_classifier(*job.model, input_size);
   check_trace(*job.model, traced, input_size);
   const auto metadata = export_metadata(job, weights, input_size);

@@ -41,7 +41,7 @@ namespace {
 // What CLI11 fills in as it parses: every option's value and which subcommand was given.
 struct Options {
   std::vector<std::string> args, check_args, eval_args, predict_args, export_args, shards_args, images;
-  std::string kind, component, checkpoint, model, format, output;
+  std::string kind, component, checkpoint, model, format, output, repo, license;
   std::string max_size = "3e9";
   std::string describe_format = "text", reference_dir;
   bool ema = false;
@@ -96,8 +96,16 @@ void add_commands(CLI::App& app, Options& o) {
   o.exporter = app.add_subcommand("export", "write a checkpoint's model as TorchScript or ONNX, with its preprocessing and labels");
   o.exporter->add_option("recipe", o.export_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.exporter->add_option("--checkpoint", o.checkpoint, "checkpoint or run folder, or .safetensors file")->required();
-  o.exporter->add_option("--format", o.format, "torchscript | onnx")->required();
-  o.exporter->add_option("--output", o.output, "the file to write (default: beside the weights, model.pt / model.onnx)");
+  o.exporter->add_option("--format", o.format,
+                         "torchscript | onnx | hub (the files of a Hugging Face Hub model repository, as timm's "
+                         "push_to_hf_hub lays them out, with a model card)")
+      ->required();
+  o.exporter->add_option("--output", o.output,
+                         "the file to write (default: beside the weights, model.pt / model.onnx), or hub's folder "
+                         "(new or empty; default: hub/ beside the weights)");
+  o.exporter->add_option("--repo", o.repo, "hub: the repository ORG/NAME the model card's snippets load from "
+                                           "(default: local-dir:FOLDER)");
+  o.exporter->add_option("--license", o.license, "hub: the model card's license, a Hub license id (default: other)");
   o.exporter->add_flag("--ema", o.ema, std::string("the EMA weights (") + kEmaModelFile + " of a checkpoint or run folder)");
   o.shards = app.add_subcommand("shards", "write the recipe's data.dataset as WebDataset tar shards, with sizes.json and classes.txt");
   o.shards->add_option("recipe", o.shards_args, "RECIPE.yaml [key.path=value ...]")->required();
@@ -133,7 +141,7 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.check) return cmd_check(o.check_args, o.schedule, o.origin, o.download, o.steps_per_epoch);
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint, o.tune_thresholds);
   if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images, o.output, o.threshold);
-  if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema);
+  if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema, o.repo, o.license);
   if (*o.shards) return cmd_shards(o.shards_args, o.output, o.max_count, o.max_size, o.seed, o.no_shuffle);
   if (o.args.empty()) {
     std::cout << app.help();

@@ -228,7 +228,9 @@ TEST(TorchScriptExport, BadCommandLinesAreExit2AndWriteNothing) {
     std::string args, message;
   };
   for (const Case& c : std::vector<Case>{
-           {"export " + recipe + " --checkpoint " + (dir / "run") + " --format tflite", "export: --format tflite: expected torchscript or onnx"},
+           {"export " + recipe + " --checkpoint " + (dir / "run") + " --format tflite", "export: --format tflite: expected torchscript, onnx or hub"},
+           {"export " + recipe + " --checkpoint " + (dir / "run") + " --format onnx --repo me/x",
+            "export: --repo and --license are for --format hub (the model card's)"},
            {"export " + recipe + " --checkpoint " + (dir / "nothing") + " --format torchscript", "export: --checkpoint " + (dir / "nothing") + ": no such file or folder"},
            {"export " + recipe + " --checkpoint " + (dir / "run") + " --format torchscript --ema",
             "export: --ema: " + (dir / "run/model_ema.safetensors") + ": no such file (was train.ema on for this run?)"},
