@@ -49,6 +49,9 @@ struct Results {
 // A multilabel prediction: every class whose sigmoid is above its threshold, by decreasing score.
 nlohmann::ordered_json predicted_labels(const at::Tensor& probs, const std::vector<double>& thresholds,
                                         const std::function<std::string(int64_t)>& label) {
+  if (thresholds.size() != 1 && int64_t(thresholds.size()) != probs.size(0))
+    throw RecipeError("predict: " + std::to_string(thresholds.size()) + " thresholds (one per class) for a model of " +
+                      std::to_string(probs.size(0)) + " outputs");
   auto [scores, indices] = probs.sort(0, /*descending=*/true);
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (int64_t k = 0; k < indices.size(0); ++k) {
