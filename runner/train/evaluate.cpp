@@ -78,10 +78,11 @@ EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, con
     }
     int64_t k = std::min<int64_t>(5, out.size(1));
     at::Tensor ranked = std::get<1>(out.topk(k, 1));
+    const at::Tensor predicted = out.argmax(1);  // once, for the accuracy and the confusion matrix
     sums += at::stack({loss(out, y, model.outputs_log_probs()).to(at::kDouble) * n,
-                       out.argmax(1).eq(y).sum().to(at::kDouble), ranked.eq(y.unsqueeze(1)).any(1).sum().to(at::kDouble),
+                       predicted.eq(y).sum().to(at::kDouble), ranked.eq(y.unsqueeze(1)).any(1).sum().to(at::kDouble),
                        at::scalar_tensor(n, sums.options())});
-    confusion.index_add_(0, y * C + out.argmax(1), at::ones({y.size(0)}, sums.options()));
+    confusion.index_add_(0, y * C + predicted, at::ones({y.size(0)}, sums.options()));
     if (keep_predictions) keep_ranked(r, y, ranked);
   }
   at::Tensor totals = acc.reduce_sum(at::cat({sums, confusion})).cpu();
