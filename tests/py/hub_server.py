@@ -20,11 +20,17 @@ CONFIG:
    "truncate": false,                           # the first GET of each file sends half, then closes
    "delay_s": 0,                                # before each body, so that two clients overlap
    "ranges": true}                              # false: Range ignored (200 with the whole file)
+  and the write side's keys (hub_write.py): "multipart_threshold", "chunk_size", "read_only_token",
+  "faults".
 
 As the Hub does: /{repo}/resolve/{revision}/{file} answers an LFS file with a 302 to a CDN on
 another host (here "localhost" instead of "127.0.0.1") with X-Repo-Commit, X-Linked-Etag and
 X-Linked-Size; a plain git file with 200 and its git blob sha1 as ETag; errors carry
-X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo).
+X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo). A private repository
+(created so by a push) answers 401 RepoNotFound without the token.
+
+The write side (create a repository, preupload, the LFS batch API with multipart, commit) is
+hub_write.py's; what a push commits is served here.
 """
 import hashlib
 import json
@@ -34,6 +40,8 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from hub_write import LFS_STORE, WriteApi
+
 CONFIG = json.load(open(sys.argv[1]))
 LOG = sys.argv[2] if len(sys.argv) > 2 else None
 LOCK = threading.Lock()
@@ -42,6 +50,8 @@ SERVED = set()  # paths already truncated once
 
 def content(value):
     if isinstance(value, dict):
+        if "data" in value:  # committed by a push
+            return value["data"]
         return value["text"].encode() if "text" in value else open(value["path"], "rb").read()
     return value.encode()
 
@@ -50,21 +60,25 @@ def find_revision(repo, rev):
     revisions = repo["revisions"]
     if rev in revisions:
         return revisions[rev]
+    if rev in repo.get("commits", {}):  # an older commit of a pushed repository
+        return {"commit": rev, "files": repo["commits"][rev]}
     return next((r for r in revisions.values() if r["commit"] == rev), None)
 
 
 def blobs():
-    out = {}
+    out = dict(LFS_STORE)
     for repo in CONFIG.get("repos", {}).values():
-        for rev in repo["revisions"].values():
+        for rev in list(repo["revisions"].values()):
             for data in rev["files"].values():
                 b = content(data)
                 out[hashlib.sha256(b).hexdigest()] = b
     return out
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(WriteApi, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    CONFIG = CONFIG
+    LOCK = LOCK
 
     def log_message(self, *args):
         pass
@@ -120,6 +134,8 @@ class Handler(BaseHTTPRequestHandler):
         repo = CONFIG.get("repos", {}).get(repo_id)
         if repo is None:
             return self.reply(404, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
+        if repo.get("private") and self.headers.get("Authorization") != "Bearer " + CONFIG.get("token", ""):
+            return self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
         if repo.get("gated"):
             auth = self.headers.get("Authorization")
             if auth is None:
