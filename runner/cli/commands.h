@@ -45,6 +45,18 @@ int cmd_predict(const std::vector<std::string>& args, const std::string& checkpo
 // the hub folder's model card.
 int cmd_export(const std::vector<std::string>& args, const std::string& checkpoint, const std::string& format,
                const std::string& output, bool ema, const std::string& repo, const std::string& license);
+// The job of `args` (a recipe) for the model file `weights`: the data not read (labels from the
+// run's labels.json), the weights loaded, on the CPU in fp32, in eval mode (export, push).
+Job trained_model_job(const std::vector<std::string>& args, const std::string& weights);
+// `trainrun push RUN_DIR --repo ORG/NAME`: the run's model as a Hub repository's files
+// (hub_folder.h), uploaded and committed (support/hub_upload.h). `checkpoint` empty: the run's
+// final model.safetensors; best | last | a checkpoint folder; `include`: onnx, torchscript.
+struct PushOptions {
+  std::string run_dir, repo, revision = "main", message, checkpoint, license;
+  bool private_repo = false;
+  std::vector<std::string> include;
+};
+int cmd_push(const PushOptions& options);
 // `trainrun shards`: data.dataset as WebDataset tar shards in `output` (new or empty);
 // `max_size` as --max-size takes it ("256MB").
 int cmd_shards(const std::vector<std::string>& args, const std::string& output, int64_t max_count,

@@ -55,9 +55,28 @@ struct Options {
   int64_t max_count = 100000;
   uint64_t seed = 0;
   bool no_shuffle = false;
+  PushOptions push;
+  CLI::App* pusher = nullptr;
   CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *exporter = nullptr, *shards = nullptr, *list = nullptr,
            *describe = nullptr;
 };
+
+void add_push(CLI::App& app, Options& o) {
+  o.pusher = app.add_subcommand("push", "upload a run's model to a Hugging Face Hub repository (HF_TOKEN, HF_ENDPOINT), "
+                                        "with a model card, as timm's push_to_hf_hub");
+  o.pusher->add_option("run", o.push.run_dir, "the run folder (output.dir of a finished run)")->required();
+  o.pusher->add_option("--repo", o.push.repo, "ORG/NAME, created if missing")->required();
+  o.pusher->add_option("--revision", o.push.revision, "the branch to commit to, created from main if missing (default main)");
+  o.pusher->add_flag("--private", o.push.private_repo, "a repository this push creates is private");
+  o.pusher->add_option("--message", o.push.message, "the commit message (default: Upload <run> with trainrun)");
+  o.pusher->add_option("--checkpoint", o.push.checkpoint,
+                       "the weights: the run's final model.safetensors (default), best (checkpoint-best), last (the "
+                       "newest checkpoint) or a checkpoint folder");
+  o.pusher->add_option("--include", o.push.include, "also the model as onnx (model.onnx) and/or torchscript (model.pt)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"onnx", "torchscript"}));
+  o.pusher->add_option("--license", o.push.license, "the model card's license, a Hub license id (default: other)");
+}
 
 void add_commands(CLI::App& app, Options& o) {
   app.add_option("recipe", o.args, "RECIPE.yaml followed by key.path=value overrides");
@@ -107,6 +126,7 @@ void add_commands(CLI::App& app, Options& o) {
                                            "(default: local-dir:FOLDER)");
   o.exporter->add_option("--license", o.license, "hub: the model card's license, a Hub license id (default: other)");
   o.exporter->add_flag("--ema", o.ema, std::string("the EMA weights (") + kEmaModelFile + " of a checkpoint or run folder)");
+  add_push(app, o);
   o.shards = app.add_subcommand("shards", "write the recipe's data.dataset as WebDataset tar shards, with sizes.json and classes.txt");
   o.shards->add_option("recipe", o.shards_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.shards->add_option("--output", o.output, "the folder to write (new or empty): train-000000.tar ..., "
@@ -142,6 +162,7 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.eval) return cmd_eval(o.eval_args, o.checkpoint, o.tune_thresholds);
   if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images, o.output, o.threshold);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema, o.repo, o.license);
+  if (*o.pusher) return cmd_push(o.push);
   if (*o.shards) return cmd_shards(o.shards_args, o.output, o.max_count, o.max_size, o.seed, o.no_shuffle);
   if (o.args.empty()) {
     std::cout << app.help();

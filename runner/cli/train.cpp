@@ -2,6 +2,7 @@
 // world of worker processes the recipe asks for (docs/reference/cli.md).
 #include "runner/cli/commands.h"
 #include "runner/distributed/launcher.h"
+#include "runner/export/hub_push.h"
 #include "runner/io/checkpoint.h"
 #include "runner/logging/logging.h"
 #include "runner/recipe/preflight.h"
@@ -24,6 +25,25 @@ bool fork_workers() {
   const char* start = std::getenv("TRAINRUN_WORKER_START");
   if (start && std::string(start) == "exec") return false;
   return !at::hasCUDA();
+}
+
+// output.push_to_hub: rank 0 trains with the pusher and pushes the final model after the run.
+void train_and_push(Job& job, const WorldInfo& world) {
+  std::shared_ptr<HubPusher> pusher;
+  if (job.config.output.push_to_hub && world.rank == 0)
+    pusher = std::make_shared<HubPusher>(job, *job.config.output.push_to_hub);
+  train(job, world, pusher ? std::vector<std::shared_ptr<Callback>>{pusher} : std::vector<std::shared_ptr<Callback>>{});
+  if (pusher) pusher->push_final(job.config.output.dir);
+}
+
+// The repository made (and the token tried) before anything trains: exit 2 when it cannot be.
+void create_hub_repository(Job& job) {
+  if (!job.config.output.push_to_hub) return;
+  try {
+    HubPusher(job, *job.config.output.push_to_hub).create_repository();
+  } catch (const HubUploadError& e) {
+    throw RecipeError(std::string("output.push_to_hub: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -53,10 +73,11 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
       return kExitOk;
     }
     if (plan.action == ResumePlan::Action::Resume) check_resume_fits(job);
+    create_hub_repository(job);
   }
   if (world || world_size == 1) {
     state.started = true;
-    train(job, world.value_or(WorldInfo{}));
+    train_and_push(job, world.value_or(WorldInfo{}));
     return kExitOk;
   }
   LaunchOptions o{job.config.world, fork_workers()};
@@ -69,7 +90,7 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   state.rank = world->rank;
   setup_console_logging(state.rank);
   name_worker_process(world->rank);
-  train(job, *world);
+  train_and_push(job, *world);
   return kExitOk;
 }
 

@@ -127,11 +127,11 @@ std::string training_section(const ModelCardInputs& in) {
 
 std::string use_section(const ModelCardInputs& in) {
   const std::string name = scalar(in.recipe["model"]["name"]);
-  if (in.published.empty())
+  if (in.published.empty())  // trainrun reads hf-hub: weights; a local-dir: folder's file is named
     return fmt::format("## Use it\n\n`{0}` is not a timm architecture: load `model.safetensors` into your own `{0}` "
                        "(`safetensors.torch.load_file`), or with trainrun, in a recipe: `model: {{name: {0}, pretrained: "
-                       "model.safetensors}}`. The classes are in `labels.json` (and `config.json`'s `label_names`).\n",
-                       name);
+                       "{1}}}`. The classes are in `labels.json` (and `config.json`'s `label_names`).\n",
+                       name, in.load_id.rfind("hf-hub:", 0) == 0 ? in.load_id : "model.safetensors");
   return fmt::format(
       "## Use it\n\nIn Python, with timm:\n\n```python\nimport timm, torch\n\n"
       "model = timm.create_model(\"{0}\", pretrained=True).eval()\n"

@@ -14,6 +14,15 @@
 
 namespace trainrun {
 
+// output.push_to_hub: the Trainer's push_to_hub + hub_model_id + hub_strategy + hub_private_repo
+// (runner/export/hub_push.h does the pushing).
+struct PushToHubOptions {
+  std::string repo;                     // ORG/NAME
+  std::string strategy = "every_save";  // end | every_save | checkpoint
+  bool private_repo = false;            // for a repository the push creates
+  std::string revision = "main";
+};
+
 // The `output` section's checkpoint keys (declared, with their defaults, in runner/recipe/sections.cpp).
 struct CheckpointOptions {
   std::string dir;
@@ -23,6 +32,7 @@ struct CheckpointOptions {
   bool greater_is_better = false;    // inferred from the name, as the Trainer does (or set)
   bool load_best_model_at_end = false;  // the final model.safetensors is checkpoint-best's
   std::string resume;                // auto | never | PATH
+  std::optional<PushToHubOptions> push_to_hub;  // null: no push
 
   bool enabled() const { return save_every != "never"; }
   int64_t save_steps() const;  // 0 unless save_every is a number

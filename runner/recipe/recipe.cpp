@@ -60,6 +60,8 @@ class Loader {
     root["train"] = check_map(root["train"], section_schema("train"), "train");
     if (root["train"]["ema"].IsMap()) root["train"]["ema"] = check_map(root["train"]["ema"], section_schema("train.ema"), "train.ema");
     root["output"] = check_map(root["output"], section_schema("output"), "output");
+    if (root["output"]["push_to_hub"].IsMap())
+      root["output"]["push_to_hub"] = check_map(root["output"]["push_to_hub"], section_schema("output.push_to_hub"), "output.push_to_hub");
     root["world"] = check_map(root["world"], section_schema("world"), "world");
     root["model"] = check_component<Classifier>(root["model"], "model");
     root["data"]["dataset"] = check_component<Dataset>(root["data"]["dataset"], "data.dataset");

@@ -71,6 +71,7 @@ SectionSpec<DataConfig> declare_data() {
 }
 
 const SectionSpec<EmaOptions>& ema_section();
+const SectionSpec<PushToHubOptions>& push_to_hub_section();
 
 // train: the training loop.
 SectionSpec<TrainConfig> declare_train() {
@@ -203,7 +204,33 @@ SectionSpec<CheckpointOptions> declare_output() {
            "the run's final model.safetensors is checkpoint-best's (its EMA weights when the metric is eval_ema_*), "
            "as transformers' load_best_model_at_end")
       .key("resume", &O::resume, Type::Path, Node("auto"),
-           "auto (newest complete checkpoint in dir, else a fresh start) | never | PATH of a checkpoint folder");
+           "auto (newest complete checkpoint in dir, else a fresh start) | never | PATH of a checkpoint folder")
+      .key("push_to_hub", Type::Map, Node(),
+           "push the model to a Hugging Face Hub repository as the run goes, as the Trainer's push_to_hub "
+           "(`describe recipe/output.push_to_hub`); null = no push",
+           [](O& o, const Node& v) {
+             if (!v.IsNull()) o.push_to_hub = push_to_hub_section().read(v);
+           })
+      .nullable();
+}
+
+// output.push_to_hub: the Trainer's hub_model_id, hub_strategy, hub_private_repo, hub_revision.
+SectionSpec<PushToHubOptions> declare_push_to_hub() {
+  using P = PushToHubOptions;
+  return SectionSpec<P>()
+      .required("repo", &P::repo, Type::String, "ORG/NAME, created if missing (HF_TOKEN: a token with write access)")
+      .key("strategy", &P::strategy, Type::String, Node("every_save"),
+           "end: the final model once the run is over; every_save: also each checkpoint as it is saved, off the "
+           "training thread (one push at a time: a save while one is running is not pushed); checkpoint: "
+           "every_save plus the checkpoint's own files in last-checkpoint/ (the Trainer's hub_strategy)")
+      .choices({"end", "every_save", "checkpoint"})
+      .key("private", &P::private_repo, Type::Bool, yaml("false"), "a repository the push creates is private")
+      .key("revision", &P::revision, Type::String, Node("main"), "the branch pushed to, created from main if missing");
+}
+
+const SectionSpec<PushToHubOptions>& push_to_hub_section() {
+  static const auto spec = declare_push_to_hub();
+  return spec;
 }
 
 // One `freeze:` rule.
@@ -301,7 +328,8 @@ const std::vector<std::pair<std::string, const Schema*>>& sections() {
       {"", &top_level_section().schema()},       {"data", &data_section().schema()},
       {"train", &train_section().schema()},      {"output", &output_section().schema()},
       {"world", &world_section().schema()},      {"freeze[]", &freeze_rule_section().schema()},
-      {"train.ema", &ema_section().schema()},    {"optimizer.groups[]", &param_group_rule_schema()},
+      {"train.ema", &ema_section().schema()},    {"output.push_to_hub", &push_to_hub_section().schema()},
+      {"optimizer.groups[]", &param_group_rule_schema()},
   };
   return all;
 }
@@ -321,54 +349,6 @@ std::vector<std::string> section_names() {
   return out;
 }
 
-// As the Trainer's metric_for_best_model: "accuracy" means "eval_accuracy"; losses are better
-// lower, everything else higher (the readers of best_metric and early_stopping say so).
-std::string evaluation_metric_name(const std::string& m) { return m.rfind("eval_", 0) == 0 ? m : "eval_" + m; }
-
-std::vector<std::string> evaluation_metric_choices() {
-  std::vector<std::string> out;
-  for (const char* prefix : {"eval_", "", "eval_ema_", "ema_"}) {
-    out.push_back(std::string(prefix) + "loss");
-    for (const std::string& m : task_metric_names()) out.push_back(prefix + m);
-  }
-  return out;
-}
-
-const std::vector<std::string>& single_label_metric_names() {
-  static const std::vector<std::string> names = {"accuracy", "top5", "f1_macro", "balanced_accuracy"};
-  return names;
-}
-
-std::vector<std::string> task_metric_names() {
-  std::vector<std::string> out = single_label_metric_names();
-  for (const std::string& m : multilabel_metric_names())
-    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
-  return out;
-}
-
-std::string metric_task_mismatch(const std::string& task, const std::string& metric) {
-  const auto& names = task == "multilabel" ? multilabel_metric_names() : single_label_metric_names();
-  const auto all = task_metric_names();
-  if (std::find(all.begin(), all.end(), metric) == all.end() || std::find(names.begin(), names.end(), metric) != names.end())
-    return "";
-  return metric + " is a " + (task == "multilabel" ? "single" : "multi") + "-label metric, but train.task is " + task;
-}
-
-// The EMA is evaluated for its loss and train.metrics (runner/train/callbacks/ema.cpp).
-std::string unevaluated_metric(const TrainConfig& train, const std::string& metric) {
-  for (const char* prefix : {"eval_ema_", "eval_"})
-    if (metric.rfind(prefix, 0) == 0)
-      if (std::string why = metric_task_mismatch(train.task, metric.substr(std::string(prefix).size())); !why.empty())
-        return metric + ": " + why;
-  const std::string ema = "eval_ema_";
-  if (metric.rfind(ema, 0) != 0) return "";
-  if (!train.ema) return metric + " is an EMA metric, but train.ema is null";
-  const std::string m = metric.substr(ema.size());
-  if (m != "loss" && std::find(train.metrics.begin(), train.metrics.end(), m) == train.metrics.end())
-    return metric + " is not evaluated: train.metrics has no " + m;
-  return "";
-}
-
 RunConfig RunConfig::from(const YAML::Node& root) {
   RunConfig c = top_level_section().read(root);
   // train.unfreeze_at_epoch: E is the last freeze rule {"*", true, E}.
@@ -385,6 +365,12 @@ RunConfig RunConfig::from(const YAML::Node& root) {
     throw RecipeError("output.best_metric: " + why);
   for (const std::string& m : c.train.metrics)
     if (std::string why = metric_task_mismatch(c.train.task, m); !why.empty()) throw RecipeError("train.metrics: " + why);
+  if (c.output.push_to_hub) {
+    const std::string& repo = c.output.push_to_hub->repo;
+    const auto slash = repo.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == repo.size() || repo.find('/', slash + 1) != std::string::npos)
+      throw RecipeError("output.push_to_hub.repo: " + repo + ": expected ORG/NAME");
+  }
   return c;
 }
 

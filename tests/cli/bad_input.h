@@ -282,6 +282,24 @@ class BadInput : public ::testing::Test {
     return recipe() + " model.pretrained=hf-hub:test/net data.eval_transforms=model";
   }
 
+  // A run folder as push reads it (kRecipe as recipe.resolved.yaml, a basicnet's
+  // model.safetensors; no training: the rows are about the Hub) and a Hub stand-in
+  // (hub_server.py's `config`, writes taking the token hf_write, which HF_TOKEN holds) at
+  // HF_ENDPOINT: `push RUN --repo org/net`.
+  std::string push_args(nlohmann::json config) {
+    fs::create_directories(dir / "run");
+    fs::copy_file(recipe(), dir / "run/recipe.resolved.yaml");
+    fs::rename(weights("model.safetensors", [](TensorList&) {}), dir / "run/model.safetensors");
+    config["token"] = "hf_write";
+    hub_.emplace(config, dir.path());
+    env_.set("HF_HOME", dir / "hf");
+    env_.set("HF_ENDPOINT", hub_->url());
+    shown_as(hub_->url(), "$HF_ENDPOINT");
+    env_.set("HF_TOKEN", "hf_write");
+    for (const char* name : {"HF_HUB_CACHE", "HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN"}) env_.set(name, std::nullopt);
+    return "push " + (dir / "run") + " --repo org/net";
+  }
+
   // A config.json that is there but wrong: `trainrun ARGS` (which fetches it) and then `trainrun
   // check ARGS` (which reads the copy now cached; check downloads nothing) both exit 2 with
   // "data.eval_transforms: model: hf-hub:test/net@main: config.json: " + `problem` as all of stderr.

@@ -28,6 +28,8 @@ another host (here "localhost" instead of "127.0.0.1") with X-Repo-Commit, X-Lin
 X-Linked-Size; a plain git file with 200 and its git blob sha1 as ETag; errors carry
 X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo). A private repository
 (created so by a push) answers 401 RepoNotFound without the token.
+/api/models/ORG/NAME[/revision/REV] (/api/datasets/...) answers the repository's info as JSON:
+{"id", "sha" (REV's commit, main's without), "private", "gated", "siblings": [{"rfilename"}]}.
 
 The write side (create a repository, preupload, the LFS batch API with multipart, commit) is
 hub_write.py's; what a push commits is served here.
@@ -118,6 +120,9 @@ class Handler(WriteApi, BaseHTTPRequestHandler):
             except (KeyError, OSError):
                 data = None
             return self.send_bytes(path, data, body, [])
+        if parts[1:2] == ["api"] and len(parts) >= 5 and parts[2] in ("models", "datasets") and (
+                len(parts) == 5 or parts[5] == "revision" and len(parts) > 6):
+            return self.repo_info(parts, body)
         if len(parts) >= 7 and parts[1] == "datasets" and parts[4] == "resolve":  # a dataset repo
             return self.resolve("/".join(parts[1:4]), parts[5], "/".join(parts[6:]), body)
         if len(parts) >= 6 and parts[3] == "resolve":
@@ -131,11 +136,9 @@ class Handler(WriteApi, BaseHTTPRequestHandler):
             target = CONFIG["renamed"][repo_id]
             location = f"/{target}/resolve/{urllib.parse.quote(rev, safe='')}/{urllib.parse.quote(filename)}"
             return self.reply(307, [("Location", location)], body=body)
-        repo = CONFIG.get("repos", {}).get(repo_id)
+        repo = self.visible_repo(repo_id, body)
         if repo is None:
-            return self.reply(404, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
-        if repo.get("private") and self.headers.get("Authorization") != "Bearer " + CONFIG.get("token", ""):
-            return self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
+            return
         if repo.get("gated"):
             auth = self.headers.get("Authorization")
             if auth is None:
@@ -160,6 +163,33 @@ class Handler(WriteApi, BaseHTTPRequestHandler):
         headers = [("Location", f"http://localhost:{port}/cdn/{sha}"), ("X-Repo-Commit", commit),
                    ("X-Linked-Etag", f'"{sha}"'), ("X-Linked-Size", str(len(data))), ("ETag", '"git-pointer"')]
         self.reply(302, headers, b"Found. Redirecting", body)
+
+    def visible_repo(self, repo_id, body):
+        """The repository, or None once 404 (none such) or 401 (private, without the token) is sent."""
+        repo = CONFIG.get("repos", {}).get(repo_id)
+        if repo is None:
+            self.reply(404, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
+            return None
+        if repo.get("private") and self.headers.get("Authorization") != "Bearer " + CONFIG.get("token", ""):
+            self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
+            return None
+        return repo
+
+    def repo_info(self, parts, body):
+        """/api/models/ORG/NAME[/revision/REV]: what HfApi.repo_info reads (create_commit reads the head's
+        sha when nothing changed)."""
+        repo_id = "/".join(parts[3:5]) if parts[2] == "models" else "datasets/" + "/".join(parts[3:5])
+        rev = urllib.parse.unquote("/".join(parts[6:])) if len(parts) > 6 else "main"
+        repo = self.visible_repo(repo_id, body)
+        if repo is None:
+            return
+        revision = find_revision(repo, rev)
+        if revision is None:
+            return self.reply(404, [("X-Error-Code", "RevisionNotFound")], b"Invalid rev id", body)
+        info = {"id": "/".join(parts[3:5]), "sha": revision["commit"], "private": bool(repo.get("private")),
+                "gated": "auto" if repo.get("gated") else False,
+                "siblings": [{"rfilename": name} for name in sorted(revision["files"])]}
+        self.reply(200, [("Content-Type", "application/json")], json.dumps(info).encode(), body)
 
     def send_bytes(self, path, data, body, headers):
         if data is None:

@@ -4,7 +4,7 @@ as the Hub answers it, the repositories kept in memory so that the read side ser
 committed.
 
     POST /api/repos/create                         {"name", "organization", "type", "visibility"|"private"}
-                                                   -> 200 {"url"}; 409 when it exists
+                                                   -> 200 {"url"}; 409 {"error", "url"} when it exists
     POST /api/models/ORG/NAME/branch/BRANCH        -> 200; 409 when it exists (from main's head)
     POST /api/validate-yaml                        {"content"} -> {"errors": [], "warnings": []}
     POST /api/models/ORG/NAME/preupload/REV        {"files": [{"path", "sample", "size"}]}
@@ -28,8 +28,9 @@ committed.
 Writes need "Authorization: Bearer <config token>" (401 without, 403 with another token or with
 config "read_only_token"). Errors carry X-Error-Message and a JSON {"error": message}, as the Hub's.
 config "faults": [{"method": "PUT", "path": "/lfs-part/", "status": 503, "count": 1,
-"headers": {"Retry-After": "0"}, "message": "..."} or {..., "cut": true}] answers the first `count`
-requests whose path starts with `path` with that status, or reads half the body and closes.
+"headers": {"Retry-After": "0"}, "message": "..."}, or {..., "cut": true}, or {..., "delay_s": 2}]
+answers the first `count` requests whose path starts with `path` with that status, or reads half
+the body and closes, or waits that long before answering as usual.
 """
 import base64
 import hashlib
@@ -58,11 +59,11 @@ class WriteApi:
     def body(self):
         return self.rfile.read(int(self.headers.get("Content-Length", 0)))
 
-    def error(self, status, message, code=None):
+    def error(self, status, message, code=None, **extra):
         headers = [("X-Error-Message", message), ("Content-Type", "application/json")]
         if code:
             headers.append(("X-Error-Code", code))
-        self.reply(status, headers, json.dumps({"error": message}).encode())
+        self.reply(status, headers, json.dumps({"error": message, **extra}).encode())
 
     def json_reply(self, value, status=200):
         self.reply(status, [("Content-Type", "application/json")], json.dumps(value).encode())
@@ -77,6 +78,9 @@ class WriteApi:
                 if f.get("count", 1) <= 0:
                     continue
                 f["count"] = f.get("count", 1) - 1
+            if "status" not in f and not f.get("cut"):  # a delay only: then answered as usual
+                time.sleep(f.get("delay_s", 0))
+                return False
             if f.get("cut"):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)) // 2)
                 self.close_connection = True
@@ -154,8 +158,8 @@ class WriteApi:
         repo_id = f"{request['organization']}/{request['name']}" if request.get("organization") else request["name"]
         with self.LOCK:
             repos = self.CONFIG.setdefault("repos", {})
-            if repo_id in repos:
-                return self.error(409, "You already created this model repo")
+            if repo_id in repos:  # with the url, which create_repo(exist_ok=True) returns
+                return self.error(409, "You already created this model repo", url=f"{self.endpoint()}/{repo_id}")
             files = {".gitattributes": {"text": GITATTRIBUTES, "lfs": False}}
             private = request.get("visibility") == "private" or bool(request.get("private"))
             repos[repo_id] = {"revisions": {"main": {"commit": self.new_commit(repo_id, "", files), "files": files}},

@@ -16,8 +16,10 @@ std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job) {
   return out;
 }
 
-EvalResult train(Job& job, const WorldInfo& world) {
-  TrainLoop loop(job, world, all_callbacks(job));
+EvalResult train(Job& job, const WorldInfo& world, const std::vector<std::shared_ptr<Callback>>& extra) {
+  std::vector<std::shared_ptr<Callback>> callbacks = all_callbacks(job);
+  callbacks.insert(callbacks.end(), extra.begin(), extra.end());
+  TrainLoop loop(job, world, std::move(callbacks));
   return loop.train();
 }
 

@@ -34,8 +34,9 @@ std::shared_ptr<Callback> ema_callback(const EmaOptions& options);
 // The built-in ones above, then the recipe's (registered callbacks, e.g. early_stopping).
 std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job);
 
-// Trains as the recipe says, as one rank of `world`, with all_callbacks(job); rank 0 writes the
-// run folder. Returns the last evaluation.
-EvalResult train(Job& job, const WorldInfo& world);
+// Trains as the recipe says, as one rank of `world`, with all_callbacks(job) and then `extra`
+// (the Hub pusher of output.push_to_hub, which lives above this layer); rank 0 writes the run
+// folder. Returns the last evaluation.
+EvalResult train(Job& job, const WorldInfo& world, const std::vector<std::shared_ptr<Callback>>& extra = {});
 
 }  // namespace trainrun
