@@ -22,7 +22,27 @@ to and download from the branch; a private repository that an anonymous download
 wrong token (403, the stand-in's message in the exception); and, on a second stand-in that fails
 the first multipart PUT with 503, the client's retry. Prints a line per step, PASS or FAIL with
 its figures (files, bytes, PUTs, parts), and exits 1 on a FAIL. -v shows the client's log.
+
+With --trainrun, the same client checks what trainrun's own push commits, on a fresh stand-in:
+
+    PYTHONPATH=HUGGINGFACE_HUB/src:TIMM_SOURCE scripts/hub-upload-check.py --trainrun build/trainrun RUN_DIR \
+        [--timm IMAGE PREDICT_JSONL [--st-shim]]
+
+RUN_DIR is a finished run's output.dir. `TRAINRUN push RUN_DIR --repo org/pushed --license mit`
+(HF_ENDPOINT, HF_TOKEN and a temporary HF_HOME in its environment); HfApi.model_info's siblings
+(model.safetensors, config.json, README.md, recipe.yaml, labels.json where the run has one, and
+training_curves.png where the run's metrics draw one); hf_hub_download of each: model.safetensors
+byte-identical to RUN_DIR/model.safetensors, recipe.yaml to RUN_DIR/recipe.resolved.yaml,
+labels.json to RUN_DIR/labels.json (where the run has none: that it parses), config.json a timm
+config with an "architecture", README.md a model card whose YAML front matter parses and carries
+the license; the same push again sends no PUT and makes no commit (the request log). --timm then
+loads hf-hub:org/pushed from the stand-in with timm (scripts/timm-load-check.py, run with
+HF_ENDPOINT at the stand-in; timm must be importable, PYTHONPATH above; --st-shim is passed on to
+it where safetensors is not installed) and compares its logits for IMAGE with PREDICT_JSONL's
+(`trainrun predict RUN_DIR/recipe.resolved.yaml --checkpoint RUN_DIR --images IMAGE`): PASS at a
+largest absolute difference of 1e-4 or less.
 """
+import argparse
 import json
 import os
 import shutil
@@ -30,10 +50,13 @@ import subprocess
 import sys
 import tempfile
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "..", "tests", "py", "hub_server.py")
+TIMM_CHECK = os.path.join(HERE, "timm-load-check.py")
 TOKEN = "hf_write"
-TMP = tempfile.mkdtemp(prefix="hub-upload-check-")
+TMP = None  # main's temporary folder
 FAILED = []
 
 
@@ -197,11 +220,127 @@ def shim_filelock():
     filelock.FileLock = FileLock
 
 
-def run_steps(hub):
+def tail(proc):
+    """A failed command's last output, on one line."""
+    return (proc.stdout + proc.stderr).strip()[-400:].replace("\n", " | ")
+
+
+class Pushed:
+    """trainrun's push of a run to org/pushed on a fresh stand-in, and what huggingface_hub reads of it."""
+
+    def __init__(self, args, HfApi, hf_hub_download):
+        self.args, self.run = args, args.trainrun[1]
+        self.hub = Hub("push")
+        self.api = HfApi(endpoint=self.hub.endpoint)
+        self.download = lambda name: hf_hub_download("org/pushed", name, endpoint=self.hub.endpoint,
+                                                     cache_dir=os.path.join(TMP, "push-cache"))
+        self.env = dict(os.environ, HF_ENDPOINT=self.hub.endpoint, HF_TOKEN=TOKEN,
+                        HF_HOME=os.path.join(TMP, "hf-home"))
+        self.env.pop("HF_HUB_CACHE")
+        self.siblings = []
+
+    def push(self):
+        cmd = [self.args.trainrun[0], "push", self.run, "--repo", "org/pushed", "--license", "mit"]
+        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True)
+        return p, counts(self.hub.requests())
+
+    def step_push(self):
+        p, c = self.push()
+        out = (p.stdout.strip().splitlines() or [""])[-1]
+        ok = p.returncode == 0 and c["commits"] == 1 and c["PUT"] >= 1
+        report("10 trainrun push", ok, f"exit {p.returncode}, {c['PUT']} PUTs ({c['parts']} multipart parts), "
+               f"{c['commits']} commit; " + (out.split(" http")[0] if ok else tail(p)))
+        return ok
+
+    def step_siblings(self):
+        self.siblings = [s.rfilename for s in self.api.model_info("org/pushed").siblings]
+        want = ["model.safetensors", "config.json", "README.md", "recipe.yaml"]
+        want += ["labels.json"] if os.path.exists(os.path.join(self.run, "labels.json")) else []
+        missing = [n for n in want if n not in self.siblings]
+        report("11 model_info siblings", not missing, f"{len(self.siblings)} files: {', '.join(self.siblings)}"
+               + (f"; missing: {missing}" if missing else ""))
+
+    def step_downloads(self):
+        names = [n for n in self.siblings if n != ".gitattributes"] or ["model.safetensors"]
+        got = {n: open(self.download(n), "rb").read() for n in names}
+        self.hub.requests()
+        same = {"model.safetensors": "model.safetensors", "recipe.yaml": "recipe.resolved.yaml",
+                "labels.json": "labels.json"}
+        checked, bad = [], []
+        for name, local in same.items():
+            path = os.path.join(self.run, local)
+            if name == "labels.json" and not os.path.exists(path):  # the run has none: what was pushed parses
+                checked.append(f"labels.json parses ({len(json.loads(got.get(name, b'[]')))} labels)")
+                continue
+            checked.append(f"{name} byte-identical to RUN_DIR/{local}")
+            if got.get(name) != open(path, "rb").read():
+                bad.append(name)
+        report("12 hf_hub_download", not bad, f"{len(got)} files (all but .gitattributes), "
+               f"{sum(map(len, got.values()))} bytes; " + "; ".join(checked) + (f"; differ: {bad}" if bad else ""))
+        self.got = got
+
+    def step_config(self):
+        config = json.loads(self.got["config.json"])
+        cfg = config.get("pretrained_cfg", {})
+        ok = bool(config.get("architecture"))
+        report("13 config.json", ok, f"architecture {config.get('architecture')!r}, num_classes "
+               f"{config.get('num_classes')}, {len(config.get('label_names', []))} label_names, "
+               f"pretrained_cfg mean {cfg.get('mean')} std {cfg.get('std')}")
+
+    def step_card(self):
+        text = self.got["README.md"].decode()
+        lines = text.splitlines()
+        end = lines.index("---", 1) if lines[:1] == ["---"] and "---" in lines[1:] else 0
+        meta = yaml.safe_load("\n".join(lines[1:end])) if end else None
+        ok = isinstance(meta, dict) and meta.get("license") == "mit"
+        report("14 README.md", ok, (f"front matter ({end - 1} lines) parses: license {meta.get('license')!r}, "
+                                    f"library_name {meta.get('library_name')!r}, tags {meta.get('tags')}"
+                                    if isinstance(meta, dict) else f"no YAML front matter: {text[:60]!r}"))
+
+    def step_again(self):
+        p, c = self.push()
+        out = (p.stdout.strip().splitlines() or [""])[-1]
+        ok = p.returncode == 0 and c["PUT"] == 0 and c["commits"] == 0
+        report("15 trainrun push again", ok, f"exit {p.returncode}, {c['PUT']} PUTs, {c['commits']} commits; "
+               + (out if p.returncode == 0 else tail(p)))
+
+    def step_timm(self):
+        image, predicted = self.args.timm
+        env = dict(self.env, HF_HUB_CACHE=os.path.join(TMP, "timm-cache"))
+        cmd = [sys.executable, TIMM_CHECK, "hf-hub:org/pushed", image, predicted] + ["--st-shim"] * self.args.st_shim
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        fetched = sorted({path.rsplit("/", 1)[-1] for _, path in self.hub.requests() if "/org/pushed/resolve/" in path})
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or [""])[-1][:300]
+            return report("16 timm hf-hub", False, f"exit {p.returncode}: {last}"
+                          + (" (no safetensors? --st-shim)" if "pytorch_model.bin" in last else ""))
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        d = r["max_abs_difference"]
+        report("16 timm hf-hub", d <= 1e-4, f"timm {r['timm']}, torch {r['torch']}: create_model({r['source']!r}) "
+               f"-> {r['model']}, read {', '.join(fetched)}; logits vs PREDICT_JSONL max abs difference {d:.3g}")
+
+    def run_steps(self):
+        try:
+            if not self.step_push():
+                return
+            steps = [("11", self.step_siblings), ("12", self.step_downloads), ("13", self.step_config),
+                     ("14", self.step_card), ("15", self.step_again)]
+            steps += [("16", self.step_timm)] if self.args.timm else []
+            for name, step in steps:
+                try:
+                    step()
+                except Exception as e:
+                    report(name, False, f"{type(e).__name__}: {e}".replace("\n", " | ")[:400])
+                    self.hub.requests()
+        finally:
+            self.hub.stop()
+
+
+def run_steps(hub, args):
     shim_filelock()
     import huggingface_hub
     from huggingface_hub import HfApi, errors, hf_hub_download
-    (huggingface_hub.logging.set_verbosity_info if "-v" in sys.argv else huggingface_hub.logging.set_verbosity_error)()
+    (huggingface_hub.logging.set_verbosity_info if args.v else huggingface_hub.logging.set_verbosity_error)()
     print(f"huggingface_hub {huggingface_hub.__version__} from {os.path.dirname(huggingface_hub.__file__)}")
     folder, files = make_folder()
     api, ids = HfApi(), []
@@ -219,14 +358,27 @@ def run_steps(hub):
         except Exception as e:  # a step that raised: FAIL with the client's error, on to the next
             report(name, False, f"{type(e).__name__}: {e}".replace("\n", " | ")[:400])
             hub.requests()
+    if args.trainrun:
+        Pushed(args, HfApi, hf_hub_download).run_steps()
 
 
 def main():
+    parser = argparse.ArgumentParser(description="huggingface_hub against the Hub stand-in (see the docstring)")
+    parser.add_argument("-v", action="store_true", help="the client's log")
+    parser.add_argument("--trainrun", nargs=2, metavar=("TRAINRUN", "RUN_DIR"),
+                        help="also check TRAINRUN push RUN_DIR")
+    parser.add_argument("--timm", nargs=2, metavar=("IMAGE", "PREDICT_JSONL"), help="and load the push with timm")
+    parser.add_argument("--st-shim", action="store_true", help="timm-load-check.py --st-shim")
+    args = parser.parse_args()
+    if args.timm and not args.trainrun:
+        parser.error("--timm needs --trainrun")
+    global TMP
+    TMP = tempfile.mkdtemp(prefix="hub-upload-check-")
     hub = Hub("hub")
     os.environ.update(HF_ENDPOINT=hub.endpoint, HF_TOKEN=TOKEN, HF_HUB_CACHE=os.path.join(TMP, "cache"),
                       HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1")
     try:
-        run_steps(hub)
+        run_steps(hub, args)
     finally:
         hub.stop()
         shutil.rmtree(TMP, ignore_errors=True)

@@ -54,7 +54,10 @@ int cmd_push(const PushOptions& o) {
     throw RecipeError("push: --repo " + o.repo + ": expected ORG/NAME");
   Job job = trained_model_job({recipe.string()}, weights);
   StagingFolder staging;
-  HubStageOptions stage{o.repo, o.license.empty() ? "other" : o.license, o.include};
+  HubStageOptions stage;
+  stage.repo = o.repo;
+  stage.license = o.license.empty() ? "other" : o.license;
+  stage.include = o.include;
   push.files = stage_hub_files(job, weights, staging.path(), stage);
   try {
     spdlog::info("{}", push_summary(hub_push(push), o.repo));

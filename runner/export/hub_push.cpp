@@ -106,15 +106,22 @@ void HubPusher::on_save(Trainer& trainer, TrainerControl&) {
     return;
   }
   wait();
-  auto staging = std::make_shared<StagingFolder>();
+  std::shared_ptr<StagingFolder> staging;
   HubPush push;
   push.repo_id = options_.repo;
   push.revision = options_.revision;
   push.private_repo = options_.private_repo;
   push.message = fmt::format("Training in progress, step {}", step);
-  HubStageOptions stage{options_.repo};
+  HubStageOptions stage;
+  stage.repo = options_.repo;
   if (options_.strategy == "checkpoint") stage.checkpoint_dir = checkpoint.string();
-  push.files = stage_hub_files(job_, (checkpoint / kModelFile).string(), staging->path(), stage);
+  try {  // the files are written here, between steps; the upload goes on a thread
+    staging = std::make_shared<StagingFolder>();
+    push.files = stage_hub_files(job_, (checkpoint / kModelFile).string(), staging->path(), stage);
+  } catch (const std::exception& e) {
+    spdlog::warn("output.push_to_hub: {} is not pushed: {} (training goes on)", checkpoint.filename().string(), e.what());
+    return;
+  }
   busy_ = true;
   worker_ = std::thread([this, push = std::move(push), staging]() {
     try {
@@ -135,7 +142,9 @@ bool HubPusher::push_final(const std::string& run_dir) {
   push.private_repo = options_.private_repo;
   push.message = "End of training";
   try {
-    push.files = stage_hub_files(job_, (fs::path(run_dir) / kModelFile).string(), staging.path(), {options_.repo});
+    HubStageOptions stage;
+    stage.repo = options_.repo;
+    push.files = stage_hub_files(job_, (fs::path(run_dir) / kModelFile).string(), staging.path(), stage);
     spdlog::info("{}", push_summary(hub_push(push), options_.repo));
     return true;
   } catch (const std::exception& e) {

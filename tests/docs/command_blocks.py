@@ -174,6 +174,9 @@ def run_shards(page, line, command, args, env):
 
 # trainrun commands that need data this machine cannot have: why, and the test that runs them.
 TRAINRUN_NOT_RUN = [
+    (r"^(build/)?trainrun push ",
+     "needs the Hub and a write token; HubPush.APushedRunIsWhatTheHubClientDownloads pushes a finished run to the "
+     "Hub stand-in on loopback and reads it back, the BadInput.Push* rows check each refusal"),
     (r"^(build/)?trainrun recipes/pets_resnet50d_shards\.yaml$",
      "needs the Oxford-IIIT Pet shards; Recipes/ShippedRecipe.RunsAsShippedWithItsPublishedWeights/pets_resnet50d_shards "
      "writes them (from a mirror of the images) with the page's first command and trains from them"),
