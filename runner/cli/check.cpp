@@ -302,6 +302,7 @@ int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, 
   Job& job = std::get<Job>(built);
   if (steps_per_epoch > 0)
     job.notes.push_back("--steps-per-epoch " + std::to_string(steps_per_epoch) + " ignored: the data gives the run's length");
+  fit_global_batch(job, job.config.world.world_size());
   const RunConfig& c = job.config;
   int64_t batch = c.data.batch_size, accum = c.train.grad_accum_steps;
   const int64_t world = c.world.world_size();

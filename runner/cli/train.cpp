@@ -61,6 +61,7 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   Job job = load_job(args);
   check_resume_option(job.config.output);
   const int64_t world_size = world ? world->world_size : job.config.world.world_size();
+  fit_global_batch(job, world_size);
   preflight(job, world_size);  // every recipe mistake is exit 2 before anything is started or written
   if (world ? world->rank == 0 : job.config.world.node_rank == 0) {
     check_output_folder(job.config.output.dir);

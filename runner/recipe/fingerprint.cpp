@@ -12,7 +12,9 @@ using nlohmann::ordered_json;
 // The sections of the fingerprint; for `data` and `train` the keys that are not part of it (data)
 // or the only ones that are (train).
 constexpr const char* kSections[] = {"seed", "model", "data", "optimizer", "scheduler", "freeze", "train"};
-constexpr const char* kDataLeftOut[] = {"batch_size", "eval_batch_size", "workers", "on_bad_file", "max_eval_samples"};
+// global_batch_size with batch_size: the product the fingerprint keeps (job_fingerprint) is what counts.
+constexpr const char* kDataLeftOut[] = {"batch_size", "global_batch_size", "eval_batch_size", "workers", "on_bad_file",
+                                        "max_eval_samples"};
 // data.dataset's keys about fetching the data, not what it is.
 constexpr const char* kDatasetLeftOut[] = {"download", "cache_dir", "retries", "eval_split_name"};
 constexpr const char* kTrainKept[] = {"loss", "max_grad_norm", "bn_eval", "unfreeze_at_epoch", "ema"};

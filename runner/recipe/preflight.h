@@ -10,6 +10,12 @@ namespace trainrun {
 
 RunLength run_length(const Job& job, int64_t world_size);
 
+// data.global_batch_size on `world_size` processes: sets job.config.train.grad_accum_steps to
+// global / (data.batch_size x processes). RecipeError when that is not a whole number (naming the
+// batch sizes and process counts that would make it), or when train.grad_accum_steps also says
+// another number. Nothing without data.global_batch_size.
+void fit_global_batch(Job& job, int64_t world_size);
+
 // The recipe's optimizer over the trainable parameters and, when the run's length is known
 // (steps_per_epoch > 0), its scheduler: what LibTorch refuses (c10::Error) is the section's
 // RecipeError ("optimizer: ...", "scheduler: ...").

@@ -21,6 +21,10 @@ namespace trainrun {
 struct DataConfig {
   std::string dataset;               // the registry name data.dataset chose
   int64_t batch_size;                // per process
+  // Examples per optimizer step over every process (null: batch_size x processes x
+  // train.grad_accum_steps); the accumulation is derived from it once the world is known
+  // (fit_global_batch, runner/recipe/preflight.h).
+  std::optional<int64_t> global_batch_size;
   int64_t eval_batch_size;           // per process (null in the recipe = batch_size)
   int64_t workers;
   bool skip_bad_files;               // on_bad_file: skip | error

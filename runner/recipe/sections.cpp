@@ -49,6 +49,11 @@ SectionSpec<DataConfig> declare_data() {
            "timm's Mixup/CutMix: `trainrun describe batch_transforms/mixup`'s keys; the resolved recipe "
            "writes it as the first of batch_transforms")
       .key("batch_size", &D::batch_size, Type::Int, yaml("64"), "examples per batch per process").min(1)
+      .key("global_batch_size", &D::global_batch_size, Type::Int, Node(),
+           "examples per optimizer step over all processes: train.grad_accum_steps becomes it / (batch_size x "
+           "processes), so a run resumed on another number of processes keeps its steps, schedule and lr; "
+           "null = batch_size x processes x train.grad_accum_steps")
+      .min(1).nullable()
       .key("eval_batch_size", Type::Int, Node(), "evaluation batch per process; null = batch_size",
            [](D& d, const Node& v) { d.eval_batch_size = v.IsNull() ? d.batch_size : v.as<int64_t>(); })
       .min(1)

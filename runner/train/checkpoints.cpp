@@ -188,9 +188,10 @@ TrainerState load_checkpoint(const std::string& folder, const TrainingParts& par
       cuda_gen.set_state(cuda);
     }
   }
-  if (state.world_size != acc.world_size())
-    spdlog::warn("{} was saved by {} process(es), this run has {}: data order and random numbers will differ "
-                 "from an uninterrupted run",
+  if (state.world_size != acc.world_size() && acc.is_main_process())
+    spdlog::warn("{} was saved by {} process(es), this run has {}: the samples and their augmentation go on as "
+                 "they would have; dropout's and mixup's random numbers (each process's generator), the order of "
+                 "the gradient sums and BatchNorm's per-process statistics differ (docs/guides/resume.md)",
                  folder, state.world_size, acc.world_size());
   sums = rank < int64_t(state.ranks.size()) ? state.ranks[std::size_t(rank)] : LoopSums{};
   return state;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,6 +52,7 @@ LoaderOptions loader_options(const Job& job, bool train) {
   if (train) {
     o.batch_transforms = job.batch_transforms;
     o.shard.weights = job.sample_weights;  // data.sampler: weighted
+    if (const char* dir = std::getenv("TRAINRUN_RECORD_SAMPLE_IDS")) o.record_ids = dir;  // tests only
   }
   o.num_classes = int64_t(job.data.classes.size());
   o.pin_memory = job.device == "cuda";

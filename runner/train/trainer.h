@@ -81,6 +81,7 @@ class TrainLoop final : public Trainer {
   void write_checkpoint();
   std::string gather_loader_states();
   void restore_loader_state(const std::string& folder);
+  void continue_on_this_world();
   [[noreturn]] void stop_now();
   EvalResult finish();
   void set_train_mode();

@@ -39,6 +39,7 @@ void TrainLoop::resume() {
     restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
                                (std::filesystem::path(*resumed_from_) / kStateFile).string());
     restore_loader_state(*resumed_from_);
+    continue_on_this_world();
   }
   state_.job = job_fingerprint(job_, acc_->world_size());
   device_sums_ = std::make_unique<DeviceLossSums>(sums_, acc_->device());
@@ -49,6 +50,40 @@ void TrainLoop::resume() {
   state_.eval_steps = t.eval_steps;
   state_.save_steps = job_.config.output.save_steps();
   state_.train_batch_size = job_.config.data.batch_size;
+}
+
+// A checkpoint of another world (processes, or examples per process): the epoch goes on from
+// the same example of its order. Each epoch's order is one permutation of the training split from
+// (seed, epoch), and micro-batch m of every process takes its examples [m W b, (m + 1) W b)
+// (DistributedSampler's strided shards), whatever W and b are; so skipping the examples the
+// checkpoint's world consumed gives every later optimizer step the examples, and the augmentation
+// (drawn from seed, epoch and example), it would have had, as long as the global batch
+// (data.global_batch_size) is the same. Only the end of the epoch, padded to a multiple of W,
+// differs. Shard streams are the loader state's (restore_loader_state).
+void TrainLoop::continue_on_this_world() {
+  const int64_t w_old = state_.world_size, b_old = state_.train_batch_size;
+  const int64_t w = acc_->world_size(), b = job_.config.data.batch_size;
+  if ((w_old == w && b_old == b) || b_old <= 0 || train_loader_->streaming()) return;
+  const int64_t n = int64_t(train_loader_->dataset().size());
+  const int64_t old_batches = ((n + w_old - 1) / w_old + b_old - 1) / b_old;
+  if (state_.batches_in_epoch >= old_batches) {
+    state_.batches_in_epoch = length_.batches_per_epoch;  // the epoch was over: the next one starts
+    return;
+  }
+  const int64_t consumed = state_.batches_in_epoch * w_old * b_old, per = w * b;
+  state_.batches_in_epoch = consumed / per;
+  if (!is_main_process()) return;
+  if (consumed % per != 0)
+    spdlog::warn("{} process(es) x {} examples do not divide the {} examples of epoch {} the checkpoint's {} x {} "
+                 "consumed: examples {} to {} of the epoch's order are trained again (keep data.global_batch_size "
+                 "for an exact continuation)", w, b, consumed, state_.epoch_index, w_old, b_old, consumed / per * per,
+                 consumed - 1);
+  else
+    spdlog::info("Continuing epoch {} at example {} of its order on {} process(es) x {} (the checkpoint's world: {} x {})",
+                 state_.epoch_index, consumed, w, b, w_old, b_old);
+  if (state_.max_steps > 0 && state_.max_steps != length_.total_steps)
+    spdlog::warn("the run was {} optimizer steps long on the checkpoint's world and is {} on this one: the schedule "
+                 "and the steps left change (data.global_batch_size keeps them)", state_.max_steps, length_.total_steps);
 }
 
 // The shard streams continue where the checkpoint's were (their positions and shuffle buffers);

@@ -301,5 +301,14 @@ TEST_F(BadInput, EarlyStoppingOnAnEmaMetricWithoutEma) {
                    "callbacks[0].metric: eval_ema_top5 is not evaluated: train.metrics has no top5");
 }
 
+// data.global_batch_size that this world cannot make with data.batch_size (docs/guides/resume.md:
+// the global batch is what a run resumed on another world keeps).
+TEST_F(BadInput, GlobalBatchTheWorldCannotMake) {
+  expect_bad_input(recipe() + " data.global_batch_size=96 world.nproc_per_node=2",
+                   "data.global_batch_size: 96 is not data.batch_size 32 x 2 processes x a whole number of accumulation "
+                   "steps; data.batch_size 12, 16, 24, 48 would make it on 2 processes; 1, 3 processes would with "
+                   "data.batch_size 32");
+}
+
 }  // namespace
 }  // namespace trainrun::bad_input

@@ -133,6 +133,22 @@ TEST(HubPush, StrategiesPushWhileTrainingGoesOn) {
   ASSERT_EQ(end.code, 0) << end.err;
   EXPECT_EQ(hub.server.count("POST /api/models/org/end/commit/main"), 1);
   EXPECT_EQ(downloaded("org/end", "model.safetensors"), test::read_file(dir / "end/model.safetensors"));
+
+  // A push the Hub refuses during the run is a warning; training goes on, and the final push
+  // (the Hub taking it again) commits the model.
+  fs::create_directories(dir / "refusing");
+  Hub refusing({{"token", "hf_write"},
+                {"faults", json::array({{{"method", "POST"}, {"path", "/api/models/org/flaky/preupload/"}, {"status", 403},
+                                         {"message", "Forbidden for now"}, {"count", 1}}})}},
+               dir / "refusing");
+  auto flaky = test::run(test::trainrun(small_run(dir / "flaky", "train.epochs=1 output.save_every=4 "
+                                                                 "output.push_to_hub.repo=org/flaky")));
+  ASSERT_EQ(flaky.code, 0) << flaky.err;
+  EXPECT_NE((flaky.out + flaky.err).find("HTTP 403 Forbidden: Forbidden for now; the token cannot write to org/flaky"),
+            std::string::npos) << flaky.out + flaky.err;
+  EXPECT_NE((flaky.out + flaky.err).find("(training goes on)"), std::string::npos);
+  EXPECT_EQ(refusing.server.count("POST /api/models/org/flaky/commit/main"), 2);  // checkpoint-8's, the end's
+  EXPECT_EQ(downloaded("org/flaky", "model.safetensors"), test::read_file(dir / "flaky/model.safetensors"));
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ BatchLoader::Loaded BatchLoader::load_example(int64_t i, int64_t epoch, const at
     // Dropped from this batch only: the other examples, and every other batch, are what they
     // would have been, whatever the number of workers.
     spdlog::warn("skipped an unreadable example ({} so far): {}", ++*skipped_, e.what());
-    return {at::Tensor(), ex.label, e.what()};
+    return {at::Tensor(), ex.label, e.what(), {}};
   }
   at::Tensor x = crop_first ? transforms_.from(1, first->after_crop(ex.image, rng), rng, slot)
                             : transforms_.from(0, ex.image, rng, slot);

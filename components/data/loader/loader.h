@@ -37,6 +37,10 @@ struct LoaderOptions {
   // non_blocking=true)); from pageable memory that copy waits for the host. Needs CUDA: set only
   // for a CUDA run (loader_options).
   bool pin_memory = false;
+  // A test's record (TRAINRUN_RECORD_SAMPLE_IDS, runner/train): non-empty = the folder where a
+  // dataset read by index appends, per batch it loads, {"epoch", "batch", "rank", "ids"} to
+  // rank-<rank>.jsonl, so that tests compare which examples each step took across runs.
+  std::string record_ids;
 };
 
 class DataLoader {
