@@ -208,16 +208,13 @@ def step_fault(HfApi, folder, files, hf_hub_download):
 
 
 def shim_filelock():
-    """filelock before 3.10 has no FileLock(mode=...), which huggingface_hub's WeakFileLock passes."""
-    import inspect
-    import filelock
-    if "mode" in inspect.signature(filelock.FileLock.__init__).parameters:
-        return
-
-    class FileLock(filelock.FileLock):
-        def __init__(self, lock_file, timeout=-1, mode=None, **kw):
-            super().__init__(lock_file, timeout, **kw)
-    filelock.FileLock = FileLock
+    """timm-load-check.py's shim (filelock before 3.10 has no FileLock(mode=...)), for this
+    script's own huggingface_hub calls."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("timm_load_check", os.path.join(HERE, "timm-load-check.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.shim_filelock()
 
 
 def tail(proc):
