@@ -38,6 +38,8 @@ void fit_global_batch(Job& job, int64_t world_size) {
                                     "but train.grad_accum_steps says {}; give one of the two",
                                     n, processes(w), b, n / (b * w), accum));
     accum = n / (b * w);
+    job.notes.push_back(fmt::format("train.grad_accum_steps: {} on {} (data.global_batch_size {} / data.batch_size {} / {})",
+                                    accum, processes(w), n, b, w));
     return;
   }
   std::string line = fmt::format("data.global_batch_size: {} is not data.batch_size {} x {} x a whole number of "
