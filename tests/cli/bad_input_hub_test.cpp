@@ -69,7 +69,7 @@ TEST_F(BadInput, PushFileTooLarge) {
   shown_as("http://localhost:" + std::to_string(hub_->port()), "<LFS storage>");  // the CDN's host, as the Hub's
   expect_err(r, 1,
              "push to hf-hub:org/net: upload model.safetensors (PUT http://localhost:" + std::to_string(hub_->port()) +
-                 "/lfs-upload/" + oid + "): HTTP 413 Request Entity Too Large: Payload Too Large; the Hub refuses a "
+                 "/lfs-upload/" + oid + "): HTTP 413 Content Too Large: Payload Too Large; the Hub refuses a "
                  "request this large\n");
 }
 

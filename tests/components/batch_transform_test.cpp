@@ -179,7 +179,7 @@ struct LabelledNoise : Dataset {
   std::size_t size() const override { return 23; }
   Example get(std::size_t i) const override {
     auto g = at::make_generator<at::CPUGeneratorImpl>(i);
-    return {torch::randint(0, 256, {8, 9, 3}, g, torch::kUInt8), int64_t(i % 4)};
+    return {torch::randint(0, 256, {8, 9, 3}, g, torch::kUInt8), int64_t(i % 4), {}};
   }
   int64_t label(std::size_t i) const override { return int64_t(i % 4); }
 };

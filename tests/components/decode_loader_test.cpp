@@ -84,7 +84,7 @@ class Indexed : public Dataset {
   explicit Indexed(std::size_t n) : n_(n) {}
   std::size_t size() const override { return n_; }
   Example get(std::size_t i) const override {
-    return {torch::full({20, 20, 3}, int64_t(i % 256), torch::kUInt8), int64_t(i)};
+    return {torch::full({20, 20, 3}, int64_t(i % 256), torch::kUInt8), int64_t(i), {}};
   }
   int64_t label(std::size_t i) const override { return int64_t(i); }
 
@@ -101,7 +101,7 @@ TEST(Loader, BatchesAreIdenticalWhateverTheNumberOfWorkers) {
     using Indexed::Indexed;
     Example get(std::size_t i) const override {
       auto g = at::make_generator<at::CPUGeneratorImpl>(i);
-      return {torch::randint(0, 256, {20, 24, 3}, g, torch::kUInt8), int64_t(i)};
+      return {torch::randint(0, 256, {20, 24, 3}, g, torch::kUInt8), int64_t(i), {}};
     }
   };
   auto noisy = std::make_shared<Noisy>(37);
@@ -139,7 +139,7 @@ TEST(Loader, BatchesWrittenInPlaceAreTheStackedOnes) {
     Example get(std::size_t i) const override {
       if (i % 9 == 4) throw UnreadableFile("file " + std::to_string(i) + ": cannot decode the image");
       auto g = at::make_generator<at::CPUGeneratorImpl>(i);
-      return {torch::randint(0, 256, {20, 24, 3}, g, torch::kUInt8), int64_t(i)};
+      return {torch::randint(0, 256, {20, 24, 3}, g, torch::kUInt8), int64_t(i), {}};
     }
   };
   auto data = std::make_shared<NoisyWithHoles>(41);

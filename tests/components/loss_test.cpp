@@ -85,7 +85,7 @@ class LossTestLabels : public Dataset {
  public:
   explicit LossTestLabels(std::vector<int64_t> labels) : labels_(std::move(labels)) {}
   std::size_t size() const override { return labels_.size(); }
-  Example get(std::size_t i) const override { return {torch::zeros({1, 1, 1}, torch::kUInt8), label(i)}; }
+  Example get(std::size_t i) const override { return {torch::zeros({1, 1, 1}, torch::kUInt8), label(i), {}}; }
   int64_t label(std::size_t i) const override { return labels_.at(i); }
 
  private:

@@ -73,7 +73,7 @@ class SamplerLabelledPixels : public Dataset {
  public:
   explicit SamplerLabelledPixels(std::vector<int64_t> labels) : labels_(std::move(labels)) {}
   std::size_t size() const override { return labels_.size(); }
-  Example get(std::size_t i) const override { return {torch::full({1, 1, 1}, int64_t(i), torch::kUInt8), label(i)}; }
+  Example get(std::size_t i) const override { return {torch::full({1, 1, 1}, int64_t(i), torch::kUInt8), label(i), {}}; }
   int64_t label(std::size_t i) const override { return labels_.at(i); }
 
  private:

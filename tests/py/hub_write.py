@@ -38,6 +38,8 @@ import json
 import time
 import urllib.parse
 
+REASONS = {413: "Content Too Large", 429: "Too Many Requests", 412: "Precondition Failed", 404: "Not Found",
+           403: "Forbidden", 401: "Unauthorized", 500: "Internal Server Error", 503: "Service Unavailable"}
 LFS_STORE = {}  # sha256 hex -> bytes, the uploads that completed
 PENDING_PARTS = {}  # sha256 hex -> {part number: bytes}
 LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx", ".ckpt", ".h5", ".msgpack", ".pkl", ".npy",
@@ -88,7 +90,14 @@ class WriteApi:
             self.body()
             headers = [("X-Error-Message", f.get("message", "fault")), ("Content-Type", "application/json")]
             headers += list(f.get("headers", {}).items())
-            self.reply(f["status"], headers, json.dumps({"error": f.get("message", "fault")}).encode())
+            data = json.dumps({"error": f.get("message", "fault")}).encode()
+            # The reason phrase pinned: Python's changed with RFC 9110 (413 "Request Entity Too
+            # Large" in 3.11, "Content Too Large" in 3.13).
+            self.send_response(f["status"], REASONS.get(f["status"]))
+            for k, v in headers + [("Content-Length", str(len(data)))]:
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
             return True
         return False
 

@@ -23,7 +23,7 @@ class MnistSplit : public Dataset {
   MnistSplit(at::Tensor images, at::Tensor labels) : images_(std::move(images)), labels_(std::move(labels)) {}
   std::size_t size() const override { return std::size_t(labels_.size(0)); }
   Example get(std::size_t i) const override {
-    return {images_[int64_t(i)].unsqueeze(-1), labels_.data_ptr<int64_t>()[i]};
+    return {images_[int64_t(i)].unsqueeze(-1), labels_.data_ptr<int64_t>()[i], {}};
   }
   int64_t label(std::size_t i) const override { return labels_.data_ptr<int64_t>()[i]; }
 

@@ -49,7 +49,7 @@ class Stl10Split : public Dataset {
   std::size_t size() const override { return std::size_t(labels_.size(0)); }
   Example get(std::size_t i) const override {
     // [c][x][y] on disk -> [y][x][c]
-    return {images_[int64_t(i)].permute({2, 1, 0}).contiguous(), label(i)};
+    return {images_[int64_t(i)].permute({2, 1, 0}).contiguous(), label(i), {}};
   }
   int64_t label(std::size_t i) const override { return labels_.data_ptr<int64_t>()[i]; }
 
