@@ -331,9 +331,7 @@ void commit(const Context& cx, const std::vector<const Local*>& changed, HubPush
 }
 
 Context context_of(const HubPush& push) {
-  const auto slash = push.repo_id.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == push.repo_id.size() ||
-      push.repo_id.find('/', slash + 1) != std::string::npos)
+  if (!is_repo_id(push.repo_id))
     throw HubUploadError("push: repository " + push.repo_id + ": expected ORG/NAME");
   Context cx{push, hub_endpoint(), hub_token(), "hf-hub:" + push.repo_id, quote(push.revision)};
   if (push.revision != "main") cx.label += "@" + push.revision;
@@ -341,6 +339,12 @@ Context context_of(const HubPush& push) {
 }
 
 }  // namespace
+
+bool is_repo_id(const std::string& repo_id) {
+  const auto slash = repo_id.find('/');
+  return slash != std::string::npos && slash != 0 && slash + 1 != repo_id.size() &&
+         repo_id.find('/', slash + 1) == std::string::npos;
+}
 
 void hub_create_repo(const HubPush& push) { create_repo(context_of(push)); }
 

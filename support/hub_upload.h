@@ -56,6 +56,9 @@ struct HubPushResult {
   std::int64_t lfs_bytes_sent = 0;
 };
 
+// Whether `repo_id` is ORG/NAME: one slash, text on both sides.
+bool is_repo_id(const std::string& repo_id);
+
 // Creates the repository (and branch) if needed, uploads what the Hub lacks and commits. Throws
 // HubUploadError.
 HubPushResult hub_push(const HubPush& push);

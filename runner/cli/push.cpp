@@ -50,7 +50,7 @@ int cmd_push(const PushOptions& o) {
   push.revision = o.revision;
   push.private_repo = o.private_repo;
   push.message = o.message.empty() ? "Upload " + run.filename().string() + " with trainrun" : o.message;
-  if (push.repo_id.find('/') == std::string::npos || push.repo_id.find('/') != push.repo_id.rfind('/'))
+  if (!is_repo_id(push.repo_id))
     throw RecipeError("push: --repo " + o.repo + ": expected ORG/NAME");
   Job job = trained_model_job({recipe.string()}, weights);
   StagingFolder staging;

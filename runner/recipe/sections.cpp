@@ -7,6 +7,7 @@
 #include "runner/recipe/run_config.h"
 
 #include "registry/section_spec.h"
+#include "support/hub_upload.h"
 #include "runner/logging/multilabel_metrics.h"
 #include "components/optim/optim.h"
 
@@ -372,9 +373,7 @@ RunConfig RunConfig::from(const YAML::Node& root) {
     if (std::string why = metric_task_mismatch(c.train.task, m); !why.empty()) throw RecipeError("train.metrics: " + why);
   if (c.output.push_to_hub) {
     const std::string& repo = c.output.push_to_hub->repo;
-    const auto slash = repo.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == repo.size() || repo.find('/', slash + 1) != std::string::npos)
-      throw RecipeError("output.push_to_hub.repo: " + repo + ": expected ORG/NAME");
+    if (!is_repo_id(repo)) throw RecipeError("output.push_to_hub.repo: " + repo + ": expected ORG/NAME");
   }
   return c;
 }
