@@ -27,6 +27,29 @@ using nlohmann::json;
 
 std::string rng_key(const char* kind, int64_t rank) { return std::string(kind) + "_rank_" + std::to_string(rank); }
 
+// This rank's generator states from rng.pt, as map_rng_states says for this device.
+void restore_rng(const std::string& file, const Accelerator& acc, uint64_t seed, int64_t global_step) {
+  const int64_t rank = acc.rank();
+  torch::serialize::InputArchive archive;
+  archive.load_from(file);
+  at::Tensor cpu, cuda;
+  const bool saved_cpu = archive.try_read(rng_key("cpu", rank), cpu, /*is_buffer=*/true);
+  const bool saved_cuda = archive.try_read(rng_key("cuda", rank), cuda, /*is_buffer=*/true);
+  const RngMapping m = map_rng_states(saved_cpu, saved_cuda, acc.device().is_cuda(), seed, global_step);
+  if (m.restore_cpu) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(cpu);
+  }
+  if (m.restore_cuda || m.cuda_seed) {
+    at::Generator gen = at::globalContext().defaultGenerator(acc.device());
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    if (m.restore_cuda) gen.set_state(cuda);
+    else gen.set_current_seed(*m.cuda_seed);
+  }
+  if (!m.note.empty() && acc.is_main_process()) spdlog::info("{}: {}", file, m.note);
+}
+
 }  // namespace
 
 Checkpoints::Checkpoints(CheckpointOptions options, const Accelerator& acc) : options_(std::move(options)), acc_(acc) {
@@ -141,7 +164,7 @@ void Checkpoints::write_folder(const std::string& name, const TrainingParts& par
 }
 
 TrainerState load_checkpoint(const std::string& folder, const TrainingParts& parts, LoopSums& sums,
-                             const Accelerator& acc) {
+                             const Accelerator& acc, uint64_t seed) {
   fs::path f = folder;
   TrainerState state = read_trainer_state(folder);
   load_state_dict(parts.model, load_safetensors((f / kModelFile).string()), (f / kModelFile).string());
@@ -163,6 +186,9 @@ TrainerState load_checkpoint(const std::string& folder, const TrainingParts& par
   }
   try {
     json scaler = read_json(f / kScalerFile);
+    // A run without loss scaling (fp32, bf16, or on the CPU) saved its unused initial scale: an
+    // fp16 run resuming it starts from its own, as torch's GradScaler does from an empty state.
+    if (!scaler.value("enabled", true)) scaler = {{"scale", parts.scaler.current_scale()}, {"growth_tracker", 0}};
     double scale = scaler.at("scale").get<double>();
     int64_t growth_tracker = scaler.at("growth_tracker").get<int64_t>();
     if (!(scale > 0) || !std::isfinite(scale) || growth_tracker < 0)
@@ -173,28 +199,30 @@ TrainerState load_checkpoint(const std::string& folder, const TrainingParts& par
     throw CheckpointError((f / kScalerFile).string() + ": " + e.what());
   }
 
-  const int64_t rank = acc.rank();
-  torch::serialize::InputArchive archive;
-  archive.load_from((f / kRngFile).string());
-  at::Tensor cpu;
-  if (archive.try_read(rng_key("cpu", rank), cpu, /*is_buffer=*/true)) {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(cpu);
-    at::Tensor cuda;
-    if (acc.device().is_cuda() && archive.try_read(rng_key("cuda", rank), cuda, /*is_buffer=*/true))
-    {
-      at::Generator cuda_gen = at::globalContext().defaultGenerator(acc.device());
-      cuda_gen.set_state(cuda);
-    }
-  }
+  restore_rng((f / kRngFile).string(), acc, seed, state.global_step);
   if (state.world_size != acc.world_size() && acc.is_main_process())
     spdlog::warn("{} was saved by {} process(es), this run has {}: the samples and their augmentation go on as "
                  "they would have; dropout's and mixup's random numbers (each process's generator), the order of "
                  "the gradient sums and BatchNorm's per-process statistics differ (docs/guides/resume.md)",
                  folder, state.world_size, acc.world_size());
+  const int64_t rank = acc.rank();
   sums = rank < int64_t(state.ranks.size()) ? state.ranks[std::size_t(rank)] : LoopSums{};
   return state;
+}
+
+RngMapping map_rng_states(bool saved_cpu, bool saved_cuda, bool on_cuda, uint64_t seed, int64_t global_step) {
+  RngMapping m;
+  m.restore_cpu = saved_cpu;
+  if (!saved_cpu) return m;  // a rank the checkpoint's world did not have: its generators start from the seed
+  m.restore_cuda = saved_cuda && on_cuda;
+  if (saved_cuda && !on_cuda)
+    m.note = "written on CUDA, resumed on the CPU: the CPU generator's state is restored, CUDA's is not used";
+  if (!saved_cuda && on_cuda) {
+    m.cuda_seed = seed + uint64_t(global_step);
+    m.note = "written without CUDA, resumed on CUDA: the CPU generator's state is restored, the CUDA generator "
+             "(dropout on the GPU) is seeded with seed + global step = " + std::to_string(*m.cuda_seed);
+  }
+  return m;
 }
 
 }  // namespace trainrun

@@ -38,10 +38,25 @@ struct TrainingParts {
 // rank calls it.
 std::optional<std::string> resume_point(const CheckpointOptions& options, const Accelerator& acc);
 
-// Every rank: restores model, optimizer, scheduler, loss scaler and this rank's RNG state;
-// returns the loop state and sets `sums` to this rank's.
+// Every rank: restores model, optimizer, scheduler, loss scaler and this rank's RNG state on
+// this run's device, whichever device wrote the checkpoint (tensors are read onto it, RNG states
+// mapped by map_rng_states); returns the loop state and sets `sums` to this rank's.
 TrainerState load_checkpoint(const std::string& folder, const TrainingParts& parts, LoopSums& sums,
-                             const Accelerator& acc);
+                             const Accelerator& acc, uint64_t seed);
+
+// What a resume does with a rank's generator states in rng.pt on this run's device. The CPU
+// generator's state is restored wherever the checkpoint was written (CPU and CUDA runs both save
+// it); CUDA's only on CUDA. A CUDA run resuming a checkpoint written on the CPU has no CUDA state to
+// restore: its CUDA generator is seeded with seed + global step, so that its dropout masks neither
+// repeat the run's first steps' nor change from one such resume to the next. `note` says what was
+// not restored (empty when the checkpoint's device is this run's).
+struct RngMapping {
+  bool restore_cpu = false;
+  bool restore_cuda = false;
+  std::optional<uint64_t> cuda_seed;
+  std::string note;
+};
+RngMapping map_rng_states(bool saved_cpu, bool saved_cuda, bool on_cuda, uint64_t seed, int64_t global_step);
 
 // Writes checkpoints into output.dir, keeps checkpoint-best and rotates old ones away.
 class Checkpoints {

@@ -33,7 +33,7 @@ void TrainLoop::resume() {
     }
     if (!plan.line.empty() && is_main_process()) spdlog::warn("{}", plan.line);
     fire([&](Callback& c) { c.on_resume(*this, saved); });
-    state_ = load_checkpoint(*resumed_from_, parts(), sums_, *acc_);
+    state_ = load_checkpoint(*resumed_from_, parts(), sums_, *acc_, job_.config.seed);
     checkpoints_->keep(*resumed_from_);  // never rotated away
     checkpoint_step_ = state_.global_step;  // saved already
     restore_stateful_callbacks(*this, callbacks_, state_.stateful_callbacks,
