@@ -184,6 +184,8 @@ class TwoNodes {
   std::string exec(int node) const {
     return "ip netns exec " + name(node) + " unshare --uts " + (dir_ / ("node" + std::to_string(node))) + " ";
   }
+  // A command that SIGKILLs every process on `node`: a node that dies.
+  std::string kill_all(int node) const { return "kill -9 $(ip netns pids " + name(node) + ")"; }
 
  private:
   std::string name(int node) const { return std::string(node ? "trB" : "trA") + tag_; }

@@ -59,13 +59,15 @@ void TrainLoop::resume() {
 // checkpoint's world consumed gives every later optimizer step the examples, and the augmentation
 // (drawn from seed, epoch and example), it would have had, as long as the global batch
 // (data.global_batch_size) is the same. Only the end of the epoch, padded to a multiple of W,
-// differs. Shard streams are the loader state's (restore_loader_state).
+// differs. Shard streams take up the examples their epoch has left (restore_loader_state).
 void TrainLoop::continue_on_this_world() {
   const int64_t w_old = state_.world_size, b_old = state_.train_batch_size;
   const int64_t w = acc_->world_size(), b = job_.config.data.batch_size;
-  if ((w_old == w && b_old == b) || b_old <= 0 || train_loader_->streaming()) return;
+  if ((w_old == w && b_old == b) || b_old <= 0) return;
   const int64_t n = int64_t(train_loader_->dataset().size());
-  const int64_t old_batches = ((n + w_old - 1) / w_old + b_old - 1) / b_old;
+  // A stream has no padding: num_samples / W examples per process (stream_loader.h).
+  const int64_t per_process = train_loader_->streaming() ? n / w_old : (n + w_old - 1) / w_old;
+  const int64_t old_batches = (per_process + b_old - 1) / b_old;
   if (state_.batches_in_epoch >= old_batches) {
     state_.batches_in_epoch = length_.batches_per_epoch;  // the epoch was over: the next one starts
     return;
@@ -86,9 +88,9 @@ void TrainLoop::continue_on_this_world() {
                  "and the steps left change (data.global_batch_size keeps them)", state_.max_steps, length_.total_steps);
 }
 
-// The shard streams continue where the checkpoint's were (their positions and shuffle buffers);
-// a checkpoint without them (or of another world size) makes the loader replay the epoch's
-// batches instead (loader.h).
+// The shard streams continue where the checkpoint's were (their positions and shuffle buffers),
+// regrouped onto this world's streams when the world size or data.workers changed; a checkpoint
+// without them makes the loader replay the epoch's batches instead (loader.h).
 void TrainLoop::restore_loader_state(const std::string& folder) {
   if (!train_loader_->streaming()) return;
   const std::filesystem::path file = std::filesystem::path(folder) / kLoaderStateFile;
@@ -100,13 +102,8 @@ void TrainLoop::restore_loader_state(const std::string& folder) {
   }
   try {
     nlohmann::json all = nlohmann::json::parse(in);
-    const auto& ranks = all.at("ranks");
-    if (int64_t(ranks.size()) == acc_->world_size()) {
-      train_loader_->restore(ranks.at(std::size_t(acc_->rank())));
-    } else {
-      spdlog::warn("{}: saved by {} processes, this run has {}; the epoch's batches are replayed (not the same "
-                   "samples: the shards split over ranks differently)", file.string(), ranks.size(), acc_->world_size());
-    }
+    (void)all.at("ranks").at(0);  // at least one rank's state
+    train_loader_->restore(all);  // every rank's: another world regroups them (stream_loader.h)
   } catch (const nlohmann::json::exception& e) {
     throw TrainingError(file.string() + ": not a loader state trainrun wrote: " + e.what());
   }

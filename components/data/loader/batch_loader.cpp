@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <queue>
@@ -70,6 +71,12 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, Compose transfo
 }
 
 BatchLoader::~BatchLoader() { wait_pending(); }
+
+void BatchLoader::record(const nlohmann::json& ids, int64_t batch_index) const {
+  nlohmann::json line{{"epoch", epoch_}, {"batch", batch_index}, {"rank", options_.shard.rank}, {"ids", ids}};
+  std::ofstream(options_.record_ids + "/rank-" + std::to_string(options_.shard.rank) + ".jsonl", std::ios::app)
+      << line.dump() << "\n";
+}
 
 void BatchLoader::wait_pending() {
   for (auto& f : pending_) f.wait();

@@ -50,6 +50,8 @@ class BatchLoader {
   // Posts one batch's examples (indices, or a stream's samples) to the workers, or loads it here.
   void schedule(std::vector<int64_t> indices, std::vector<wds::RawSample> samples, int64_t batch_index);
   void wait_pending();
+  // options_.record_ids: appends {"epoch", "batch", "rank", "ids"} (indices, or a stream's sample keys).
+  void record(const nlohmann::json& ids, int64_t batch_index) const;
   int64_t window() const { return std::max<int64_t>(1, options_.workers * options_.prefetch_batches_per_worker); }
 
   std::shared_ptr<const Dataset> dataset_;

@@ -32,16 +32,10 @@ void MapLoader::fill() {
     auto begin = order_.begin() + next_batch_ * options_.batch_size;
     auto end = order_.begin() + std::min<int64_t>(int64_t(order_.size()), (next_batch_ + 1) * options_.batch_size);
     const int64_t batch_index = next_batch_++;
-    if (!options_.record_ids.empty()) record(std::vector<int64_t>(begin, end), batch_index);
+    if (!options_.record_ids.empty()) record(nlohmann::json(std::vector<int64_t>(begin, end)), batch_index);
     schedule(std::vector<int64_t>(begin, end), {}, batch_index);
     if (!pool_) break;  // synchronous: load one batch per next()
   }
-}
-
-void MapLoader::record(const std::vector<int64_t>& ids, int64_t batch_index) const {
-  nlohmann::json line{{"epoch", epoch_}, {"batch", batch_index}, {"rank", options_.shard.rank}, {"ids", ids}};
-  std::ofstream(options_.record_ids + "/rank-" + std::to_string(options_.shard.rank) + ".jsonl", std::ios::app)
-      << line.dump() << "\n";
 }
 
 }  // namespace trainrun

@@ -17,7 +17,6 @@ class MapLoader final : public BatchLoader {
 
  private:
   void fill() override;
-  void record(const std::vector<int64_t>& ids, int64_t batch_index) const;  // options_.record_ids
   Example read(int64_t index, const wds::RawSample* raw, const RegionPicker* pick) const override;
 
   std::vector<int64_t> order_;

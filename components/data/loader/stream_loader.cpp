@@ -1,6 +1,7 @@
 #include "components/data/loader/stream_loader.h"
 
 #include "components/data/shards/shard_stream.h"
+#include "components/data/shards/stream_regroup.h"
 #include "components/data/streaming_dataset.h"
 
 #include <spdlog/spdlog.h>
@@ -143,23 +144,74 @@ void StreamLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
 
 std::optional<std::vector<nlohmann::json>> StreamLoader::restored_states(int64_t epoch, int64_t skip_batches) {
   if (!restore_) return std::nullopt;
-  const nlohmann::json r = std::move(*restore_);
+  const nlohmann::json all = std::move(*restore_);
   restore_.reset();
   const auto& s = options_.shard;
-  if (r.value("epoch", int64_t(-1)) == epoch && r.value("batches", int64_t(-1)) == skip_batches &&
-      r.value("streams", int64_t(-1)) == streams_ && r.value("world_size", int64_t(-1)) == s.world_size &&
-      r.value("rank", int64_t(-1)) == s.rank) {
-    std::vector<nlohmann::json> from(std::size_t(streams_), nullptr);
-    for (std::size_t w = 0; w < from.size(); ++w) from[w] = r.at("state").at(w);
-    return from;
+  const auto& ranks = all.at("ranks");
+  if (int64_t(ranks.size()) == s.world_size) {
+    const auto& r = ranks.at(std::size_t(s.rank));
+    if (r.value("epoch", int64_t(-1)) == epoch && r.value("batches", int64_t(-1)) == skip_batches &&
+        r.value("streams", int64_t(-1)) == streams_ && r.value("world_size", int64_t(-1)) == s.world_size &&
+        r.value("rank", int64_t(-1)) == s.rank) {
+      std::vector<nlohmann::json> from(std::size_t(streams_), nullptr);
+      for (std::size_t w = 0; w < from.size(); ++w) from[w] = r.at("state").at(w);
+      return from;
+    }
   }
-  spdlog::warn("the checkpoint's loader state is of epoch {} after {} batches, {} streams, rank {} of {}; this run "
-               "resumes epoch {} after {} batches with {} streams, rank {} of {}: the batches are replayed, so "
-               "the samples are what they would have been only with the same world size and data.workers",
-               r.value("epoch", int64_t(-1)), r.value("batches", int64_t(-1)), r.value("streams", int64_t(-1)),
-               r.value("rank", int64_t(-1)), r.value("world_size", int64_t(-1)), epoch, skip_batches, streams_,
-               s.rank, s.world_size);
+  const auto& r0 = ranks.at(0);
+  const int64_t saved_epoch = r0.value("epoch", int64_t(-1));
+  if (saved_epoch < epoch && skip_batches == 0) return std::nullopt;  // that epoch was over
+  std::string why = "not of this epoch";
+  if (saved_epoch == epoch) {
+    try {
+      return regrouped(all, epoch, skip_batches);
+    } catch (const std::invalid_argument& e) {
+      why = e.what();
+    } catch (const nlohmann::json::exception& e) {
+      why = e.what();
+    }
+  }
+  spdlog::warn("the checkpoint's loader state (epoch {} after {} batches, {} streams on each of {} ranks) cannot be "
+               "continued in epoch {} after {} batches ({}): the batches are replayed", saved_epoch,
+               r0.value("batches", int64_t(-1)), r0.value("streams", int64_t(-1)), ranks.size(), epoch, skip_batches,
+               why);
   return std::nullopt;
+}
+
+// Another world size or data.workers: every saved stream's rest of the epoch dealt to this
+// world's streams (shards/stream_regroup.h), each taking what its batches from `skip_batches` on need.
+std::vector<nlohmann::json> StreamLoader::regrouped(const nlohmann::json& all, int64_t epoch, int64_t skip_batches) {
+  const auto& s = options_.shard;
+  const wds::ShardSet& set = source_.shards();
+  std::shared_ptr<const wds::ShardSet> shared(dataset_, &set);
+  std::vector<wds::SavedStream> saved;
+  for (const auto& r : all.at("ranks")) {
+    const int64_t streams = r.at("streams").get<int64_t>();
+    for (int64_t w = 0; w < streams; ++w) {
+      wds::SavedStream one;
+      one.plan = {shared, s.seed, r.at("epoch").get<int64_t>(), r.at("rank").get<int64_t>(),
+                  r.at("world_size").get<int64_t>(), w, streams, true, options_.skip_bad_files};
+      const auto& state = r.at("state").at(std::size_t(w));
+      if (!state.is_null()) one.state = wds::StreamState::from_json(state);
+      saved.push_back(std::move(one));
+    }
+  }
+  const int64_t nb = batches_per_epoch(), per_rank = examples_per_epoch(), b = options_.batch_size;
+  std::vector<int64_t> demand(std::size_t(streams_), 0);
+  for (int64_t i = skip_batches; i < nb; ++i) demand[std::size_t(i % streams_)] += std::min(b, per_rank - i * b);
+  const wds::Regrouped g = wds::regroup_streams(set, saved, epoch, demand, s.world_size, s.rank);
+  if (s.rank == 0) {
+    spdlog::info("Regrouped the shard streams of the checkpoint ({} streams) onto {} process(es) x {}: {} samples of "
+                 "epoch {} not yet seen, {} to take{}", saved.size(), s.world_size, streams_, g.supply, epoch,
+                 g.demand, g.estimated ? " (shard sizes taken as num_samples / shards: no sizes.json)" : "");
+    if (g.supply != g.demand)
+      spdlog::warn("{} samples of epoch {} are {}", std::abs(g.supply - g.demand), epoch,
+                   g.supply > g.demand ? "left unread (more than the rest of the epoch takes)"
+                                       : "drawn again from random shards (the rest of the epoch takes more)");
+  }
+  std::vector<nlohmann::json> out;
+  for (const auto& state : g.states) out.push_back(state.to_json());
+  return out;
 }
 
 void StreamLoader::open_feeds(int64_t epoch, int64_t skip_batches, const std::optional<std::vector<nlohmann::json>>& from) {
@@ -203,6 +255,11 @@ void StreamLoader::fill() {
       return;  // not read yet: the next call takes it
     }
     pending_states_.emplace_back(w, std::move(raw->after));
+    if (!options_.record_ids.empty()) {
+      nlohmann::json keys = nlohmann::json::array();
+      for (const auto& sample : raw->samples) keys.push_back(sample.key);
+      record(keys, next_batch_);
+    }
     schedule({}, std::move(raw->samples), next_batch_++);
   }
 }

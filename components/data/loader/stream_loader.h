@@ -24,9 +24,11 @@ class StreamLoader final : public BatchLoader {
   void start_epoch(int64_t epoch, int64_t skip_batches) override;
   int64_t examples_per_epoch() const override;
   bool streaming() const override { return true; }
-  // Where the streams stand after the last batch next() returned. restore(state) before
-  // start_epoch(epoch, skip) continues from there when the state is of that epoch and batch;
-  // without one, start_epoch replays the skipped batches' samples (read, not decoded).
+  // Where the streams stand after the last batch next() returned. restore(all) (every rank's
+  // state: {"ranks": [...]}) before start_epoch(epoch, skip) continues from there when the state
+  // is of that epoch, regrouping the streams onto this world's when the world size or the number
+  // of streams differ (shards/stream_regroup.h); without one, start_epoch replays the skipped
+  // batches' samples (read, not decoded).
   nlohmann::json state() const override;
   void restore(const nlohmann::json& state) override { restore_ = state; }
 
@@ -37,8 +39,10 @@ class StreamLoader final : public BatchLoader {
   void on_batch_taken() override;
   Example read(int64_t index, const wds::RawSample* raw, const RegionPicker* pick) const override;
   // Each stream's state to continue from: restore()'s when it is this epoch's after
-  // `skip_batches` batches (with this world and stream count), else none (replay).
+  // `skip_batches` batches with this world and stream count, regrouped() when it is this epoch's
+  // on another, else none (replay).
   std::optional<std::vector<nlohmann::json>> restored_states(int64_t epoch, int64_t skip_batches);
+  std::vector<nlohmann::json> regrouped(const nlohmann::json& all, int64_t epoch, int64_t skip_batches);
   void open_feeds(int64_t epoch, int64_t skip_batches, const std::optional<std::vector<nlohmann::json>>& from);
   void fill_eval();
 

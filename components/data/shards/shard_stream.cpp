@@ -30,7 +30,14 @@ uint64_t mix(std::initializer_list<uint64_t> parts) {
 nlohmann::json StreamState::to_json() const {
   nlohmann::json b = nlohmann::json::array();
   for (auto& [seq, offset] : buffer) b.push_back({seq, offset});
-  return {{"seq", seq}, {"offset", offset}, {"draining", draining}, {"draws", draws}, {"delivered", delivered}, {"buffer", b}};
+  nlohmann::json out{{"seq", seq},     {"offset", offset},       {"in_item", in_item}, {"draining", draining},
+                     {"draws", draws}, {"delivered", delivered}, {"buffer", b}};
+  if (items) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& i : *items) list.push_back({i.shard, i.offset, i.first, i.skip, i.take});
+    out["items"] = list;
+  }
+  return out;
 }
 
 StreamState StreamState::from_json(const nlohmann::json& j) {
@@ -41,6 +48,13 @@ StreamState StreamState::from_json(const nlohmann::json& j) {
   s.draws = j.at("draws").get<int64_t>();
   s.delivered = j.at("delivered").get<int64_t>();
   for (const auto& e : j.at("buffer")) s.buffer.emplace_back(e.at(0).get<int64_t>(), e.at(1).get<int64_t>());
+  s.in_item = j.value("in_item", int64_t(-1));
+  if (j.contains("items")) {
+    s.items.emplace();
+    for (const auto& e : j.at("items"))
+      s.items->push_back({e.at(0).get<int64_t>(), e.at(1).get<int64_t>(), e.at(2).get<int64_t>(), e.at(3).get<int64_t>(),
+                          e.at(4).get<int64_t>()});
+  }
   return s;
 }
 
@@ -61,7 +75,12 @@ std::vector<int64_t> own_shards(int64_t n, const StreamPlan& p) {
 }
 
 SampleStream::SampleStream(StreamPlan plan, const StreamState& from) : plan_(std::move(plan)), state_(from) {
-  own_ = wds::own_shards(int64_t(plan_.set->urls.size()), plan_);
+  if (from.items) {
+    items_ = *from.items;
+    for (const auto& i : items_) own_.push_back(i.shard);
+  } else {
+    own_ = wds::own_shards(int64_t(plan_.set->urls.size()), plan_);
+  }
   // The buffered samples are read again from where they were read the first time.
   for (auto& [seq, offset] : from.buffer) {
     try {
@@ -85,6 +104,22 @@ const std::string& SampleStream::url(int64_t i) const {
 
 bool SampleStream::pass_ends_after(int64_t seq) const { return seq + 1 >= int64_t(own_.size()); }
 
+int64_t SampleStream::start_offset(int64_t seq) const {
+  return seq < int64_t(items_.size()) ? items_[std::size_t(seq)].offset : 0;
+}
+
+bool SampleStream::end_entry(int64_t seq) {
+  reader_.reset();
+  state_.seq = seq + 1;
+  state_.offset = start_offset(seq + 1);
+  state_.in_item = 0;
+  if (plan_.train && pass_ends_after(seq)) {
+    state_.draining = true;
+    return true;
+  }
+  return false;
+}
+
 uint64_t SampleStream::draw() {
   return mix({plan_.seed, uint64_t(plan_.epoch), uint64_t(plan_.rank), uint64_t(plan_.stream), 0x44524157ULL /* "DRAW" */,
               uint64_t(state_.draws++)});
@@ -101,6 +136,16 @@ std::optional<SampleStream::Buffered> SampleStream::read_in_pass() {
       if (auto s = reader_->next()) {
         state_.offset = reader_->position();
         empty_shards_ = 0;
+        if (state_.in_item >= 0) ++state_.in_item;
+        if (seq < int64_t(items_.size())) {  // a regrouped stream's part of a shard
+          const WorkItem& item = items_[std::size_t(seq)];
+          if (state_.in_item <= item.skip) continue;
+          if (item.take >= 0 && state_.in_item >= item.skip + item.take) {
+            Buffered out{std::move(*s), seq};
+            end_entry(seq);
+            return out;
+          }
+        }
         return Buffered{std::move(*s), seq};
       }
     } catch (const ShardError& e) {
@@ -113,12 +158,7 @@ std::optional<SampleStream::Buffered> SampleStream::read_in_pass() {
     if (++empty_shards_ > 2 * int64_t(plan_.set->urls.size()) + 8)
       throw DataError(plan_.set->what + ": no sample in the last " + std::to_string(empty_shards_) +
                       " shards read (the last: " + url(seq) + ")");
-    state_.seq = seq + 1;
-    state_.offset = 0;
-    if (plan_.train && pass_ends_after(seq)) {
-      state_.draining = true;
-      return std::nullopt;
-    }
+    if (end_entry(seq)) return std::nullopt;
   }
 }
 

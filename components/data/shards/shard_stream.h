@@ -26,14 +26,31 @@
 
 namespace trainrun::wds {
 
+// A part of a shard a regrouped stream reads (shards/stream_regroup.h): from byte `offset`, which
+// is where the shard's sample number `first` starts, `skip` samples passed over, then `take`
+// samples (-1: to the shard's end).
+struct WorkItem {
+  int64_t shard = 0;  // an index into ShardSet::urls
+  int64_t offset = 0;
+  int64_t first = 0;
+  int64_t skip = 0;
+  int64_t take = -1;
+  bool operator==(const WorkItem& o) const {
+    return shard == o.shard && offset == o.offset && first == o.first && skip == o.skip && take == o.take;
+  }
+};
+
 // Where a stream stands after a sample.
 struct StreamState {
   int64_t seq = 0;       // the shard it reads next: an index into the stream's shard sequence
   int64_t offset = 0;    // where that shard's next sample starts
+  int64_t in_item = 0;   // samples read of shard `seq` so far (-1: not known, a state written before it was kept)
   bool draining = false;  // a pass ended: the buffer empties before `seq` is read
   std::vector<std::pair<int64_t, int64_t>> buffer;  // (seq, offset) of each buffered sample, in buffer order
   int64_t draws = 0;      // random draws made so far
   int64_t delivered = 0;  // samples handed out
+  // A regrouped stream's sequence for the rest of its epoch, instead of its own shards.
+  std::optional<std::vector<WorkItem>> items;
 
   nlohmann::json to_json() const;
   static StreamState from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
@@ -58,6 +75,10 @@ class SampleStream {
   const std::string& url(int64_t i) const;
 
  private:
+  // Where sequence entry `seq` starts reading.
+  int64_t start_offset(int64_t seq) const;
+  // Moves on to sequence entry seq + 1; true when that ends the pass.
+  bool end_entry(int64_t seq);
   struct Buffered {
     RawSample sample;
     int64_t seq = 0;
@@ -69,6 +90,7 @@ class SampleStream {
 
   StreamPlan plan_;
   std::vector<int64_t> own_;  // indices into plan_.set->urls
+  std::vector<WorkItem> items_;  // a regrouped stream's: own_[i] is items_[i].shard
   StreamState state_;
   std::vector<Buffered> buffer_;
   std::unique_ptr<ShardReader> reader_;

@@ -11,8 +11,11 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace trainrun {
 
@@ -48,6 +51,10 @@ class AgreeOnStep : public Callback {
  public:
   void on_pre_optimizer_step(Trainer& t, TrainerControl& control) override {
     const int64_t next = t.state().global_step + 1;
+    // Tests only: a slower step, so that a launcher's events (a node joining the world, or killed)
+    // land mid-run (tests/distributed/elastic_test.cpp).
+    static const char* delay = std::getenv("TRAINRUN_STEP_DELAY_MS");
+    if (delay) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoll(delay)));
     StepAgreement agreed =
         agree_on_step(t.accelerator(), t.take_nonfinite_loss(), signal_.raised(next, t.is_main_process()));
     if (agreed.nonfinite_rank >= 0)
