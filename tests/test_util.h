@@ -184,6 +184,8 @@ class TwoNodes {
   std::string exec(int node) const {
     return "ip netns exec " + name(node) + " unshare --uts " + (dir_ / ("node" + std::to_string(node))) + " ";
   }
+  // Node `node`'s hostname (each namespace's /etc/hosts names both; node i is 10.231.0.<i + 1>).
+  std::string host(int node) const { return name(node); }
   // A command that SIGKILLs every process on `node`: a node that dies.
   std::string kill_all(int node) const { return "kill -9 $(ip netns pids " + name(node) + ")"; }
 

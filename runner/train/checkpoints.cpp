@@ -186,15 +186,14 @@ TrainerState load_checkpoint(const std::string& folder, const TrainingParts& par
   }
   try {
     json scaler = read_json(f / kScalerFile);
-    // A run without loss scaling (fp32, bf16, or on the CPU) saved its unused initial scale: an
-    // fp16 run resuming it starts from its own, as torch's GradScaler does from an empty state.
-    if (!scaler.value("enabled", true)) scaler = {{"scale", parts.scaler.current_scale()}, {"growth_tracker", 0}};
     double scale = scaler.at("scale").get<double>();
     int64_t growth_tracker = scaler.at("growth_tracker").get<int64_t>();
     if (!(scale > 0) || !std::isfinite(scale) || growth_tracker < 0)
       throw CheckpointError((f / kScalerFile).string() + ": expected a finite scale > 0 and a growth_tracker >= 0, got " +
                             scaler.dump());
-    parts.scaler.load(scale, growth_tracker);
+    // A run without loss scaling (fp32, bf16, or on the CPU) saved its unused initial scale: an
+    // fp16 run resuming it starts from its own, as torch's GradScaler does from an empty state.
+    if (scaler.value("enabled", true)) parts.scaler.load(scale, growth_tracker);
   } catch (const json::exception& e) {
     throw CheckpointError((f / kScalerFile).string() + ": " + e.what());
   }

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,30 @@ void TrainLoop::resume() {
   state_.train_batch_size = job_.config.data.batch_size;
 }
 
+namespace {
+
+// The loss sums of the log window and of the run so far as this world's ranks would hold them:
+// the logged loss is the mean over ranks of each rank's mean micro-batch loss, so every rank gets
+// the checkpoint's means, over the micro-batches it would have run in those steps (`scale` = the
+// checkpoint's examples per micro-batch over the world / this world's).
+LoopSums sums_on_this_world(const std::vector<LoopSums>& ranks, double scale) {
+  LoopSums out;
+  if (ranks.empty()) return out;
+  double window = 0, total = 0;
+  for (const LoopSums& r : ranks) {
+    if (r.batches_since_log > 0) window += r.loss_since_log / double(r.batches_since_log);
+    if (r.batches_total > 0) total += r.loss_total / double(r.batches_total);
+  }
+  const double n = double(ranks.size());
+  out.batches_since_log = std::llround(double(ranks.front().batches_since_log) * scale);
+  out.batches_total = std::llround(double(ranks.front().batches_total) * scale);
+  out.loss_since_log = window / n * double(out.batches_since_log);
+  out.loss_total = total / n * double(out.batches_total);
+  return out;
+}
+
+}  // namespace
+
 // A checkpoint of another world (processes, or examples per process): the epoch goes on from
 // the same example of its order. Each epoch's order is one permutation of the training split from
 // (seed, epoch), and micro-batch m of every process takes its examples [m W b, (m + 1) W b)
@@ -64,6 +89,7 @@ void TrainLoop::continue_on_this_world() {
   const int64_t w_old = state_.world_size, b_old = state_.train_batch_size;
   const int64_t w = acc_->world_size(), b = job_.config.data.batch_size;
   if ((w_old == w && b_old == b) || b_old <= 0) return;
+  sums_ = sums_on_this_world(state_.ranks, double(w_old * b_old) / double(w * b));
   const int64_t n = int64_t(train_loader_->dataset().size());
   // A stream has no padding: num_samples / W examples per process (stream_loader.h).
   const int64_t per_process = train_loader_->streaming() ? n / w_old : (n + w_old - 1) / w_old;

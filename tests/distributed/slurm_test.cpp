@@ -32,20 +32,28 @@ bool slurm_installed() {
 // a test failed. The script's watchdog stops it too if this process dies without unwinding.
 class SlurmCluster {
  public:
-  SlurmCluster() {
-    auto r = test::run(script_ + " start " + dir_.path().string() + " " + std::to_string(::getpid()));
+  // One node; or two, node i in `nodes`' namespace i (slurm_cluster.sh's TWO_NODES).
+  explicit SlurmCluster(const test::TwoNodes* nodes = nullptr) {
+    if (nodes) {
+      two_nodes_ = "TWO_NODES='" + nodes->host(0) + " " + nodes->host(1) + "' ";
+      client_ = nodes->exec(0);
+    }
+    auto r = test::run(two_nodes_ + script_ + " start " + dir_.path().string() + " " + std::to_string(::getpid()));
     ok_ = r.code == 0;
     start_output_ = r.out + r.err;
   }
-  ~SlurmCluster() { test::run(script_ + " stop " + dir_.path().string()); }
+  ~SlurmCluster() { test::run(two_nodes_ + script_ + " stop " + dir_.path().string()); }
   bool ok() const { return ok_; }
   const std::string& start_output() const { return start_output_; }
-  // Prefix for a client command (srun, sbatch, scontrol, ...) talking to this cluster.
-  std::string env() const { return test::without_enclosing_launcher() + "SLURM_CONF=" + (dir_ / "slurm.conf") + " "; }
+  // Prefix for a client command (srun, sbatch, scontrol, ...) talking to this cluster, with the
+  // variables `vars` ("NAME=value ...") set for it.
+  std::string env(const std::string& vars = "") const {
+    return test::without_enclosing_launcher() + "SLURM_CONF=" + (dir_ / "slurm.conf") + " " + vars + " " + client_;
+  }
   // The daemons' log tails, for failure messages.
   std::string logs() const {
-    return test::run("for f in " + (dir_ / "slurmctld.log") + " " + (dir_ / "slurmd.log") +
-                     "; do echo \"--- tail of $f\"; tail -n 30 $f; done").out;
+    return test::run("for f in " + (dir_ / "slurmctld.log") + " " + dir_.path().string() +
+                     "/slurmd*.log; do echo \"--- tail of $f\"; tail -n 30 $f; done").out;
   }
   // Cancels every job and waits (up to 30 s) until none is left, so a failed test leaves the
   // node free for the next one.
@@ -57,6 +65,7 @@ class SlurmCluster {
  private:
   test::TempDir dir_;  // first: removed after the daemons have stopped
   std::string script_ = test::source("tests/launchers/slurm_cluster.sh");
+  std::string two_nodes_, client_;
   bool ok_ = false;
   std::string start_output_;
 };
@@ -189,6 +198,84 @@ TEST_F(Slurm, SbatchPreemptedBySigusr1RequeuesAndResumesBitExact) {
     EXPECT_TRUE(torch::equal(a[i].second, b[i].second))
         << a[i].first << " differs by " << (a[i].second - b[i].second).abs().max().item<double>();
   }
+}
+
+// A job requeued on fewer nodes: `--nodes=2` on a two-node cluster (slurmctld and a slurmd in each
+// of two network namespaces, slurm_cluster.sh's TWO_NODES), pre-empted by SIGUSR1 while on both
+// (every rank checkpoints, exit 138, the batch script requeues); while it waits to start again
+// node B is drained and the job's size lowered to what is left (`scontrol update NumNodes=1
+// NumTasks=1 NumCPUs=1`: a job given a range, --nodes=1-2, starts on the smallest from the first),
+// so it comes back on node A alone: one task, which resumes from the pre-emption's checkpoint
+// with data.global_batch_size's 128 examples a step (2 micro-batches of 64 instead of 1 on each of
+// 2 tasks). It ends with the losses and weights, to the bit, of the same change made by hand at
+// the same step (srun on both nodes stopped there, then srun on node A).
+TEST(SlurmNodes, RequeuedOnFewerNodesGoesOnWithTheSameSamples) {
+  if (!fs::exists(test::kFashionMnist)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!slurm_installed()) GTEST_SKIP() << "slurm-wlm and munge are not installed (scripts/setup.sh --test)";
+  if (::geteuid() != 0) GTEST_SKIP() << "the test cluster's slurmd runs as root";
+  test::TwoNodes nodes;
+  if (!nodes.ok()) GTEST_SKIP() << "cannot create network namespaces here (needs root and iproute2): " << nodes.why();
+  SlurmCluster cluster(&nodes);
+  ASSERT_TRUE(cluster.ok()) << cluster.start_output();
+  test::TempDir dir;
+  const std::string overrides = test::source("recipes/quickstart.yaml") +
+                                " data.max_train_samples=3840 data.max_eval_samples=200 train.log_every_steps=5"
+                                " data.global_batch_size=128 model.dropout1=0 model.dropout2=0 world.nproc_per_node=1"
+                                " world.threads_per_proc=1 ";
+  test::write_file(dir / "job.sh", "#!/bin/bash\n"
+                                   "#SBATCH --nodes=2 --time=10\n"
+                                   "#SBATCH --requeue --open-mode=append --output=" + (dir / "job.out") + "\n"
+                                   "echo \"restart ${SLURM_RESTART_COUNT:-0} on $SLURM_JOB_NODELIST\"\n"
+                                   "srun " + test::trainrun(overrides + "output.dir=" + (dir / "run")) + "\n"
+                                   "rc=$?\n"
+                                   "if [ $rc -eq 138 ]; then scontrol requeue $SLURM_JOB_ID; fi\n"
+                                   "exit $rc\n");
+  const std::string port = "MASTER_PORT=" + std::to_string(test::free_port());
+  // Held until both nodes answer, so that the first run gets both (a range gets what is free).
+  auto sub = test::run(cluster.env(port) + "sbatch --hold --parsable --chdir=" + dir.path().string() + " " +
+                       (dir / "job.sh"));
+  ASSERT_EQ(sub.code, 0) << sub.out << sub.err << cluster.logs();
+  const std::string job = sub.out.substr(0, sub.out.find_first_not_of("0123456789"));
+  ASSERT_TRUE(wait_for([&] { return test::run(cluster.env() + "sinfo -h -N -o %T").out == "idle\nidle\n"; }, 30));
+  ASSERT_EQ(test::run(cluster.env() + "scontrol release " + job).code, 0);
+  auto out = [&] { return test::read_file(dir / "job.out"); };
+  ASSERT_TRUE(wait_for([&] { return out().find("{'loss'") != std::string::npos; }, 120)) << out() << cluster.logs();
+  EXPECT_NE(out().find("World = 2 nodes x 1 process ("), std::string::npos) << out();
+  ASSERT_EQ(test::run(cluster.env() + "scancel --signal=USR1 " + job).code, 0);
+  ASSERT_TRUE(wait_for([&] { return job_field(job, "Restarts", cluster) == "1"; }, 60)) << out() << cluster.logs();
+  // Node B gone while the job waits to start again.
+  auto drain = test::run(cluster.env() + "scontrol update NodeName=" + nodes.host(1) + " State=DRAIN Reason=gone");
+  ASSERT_EQ(drain.code, 0) << drain.err;
+  auto shrink = test::run(cluster.env() + "scontrol update JobId=" + job + " NumNodes=1 NumTasks=1 NumCPUs=1");
+  ASSERT_EQ(shrink.code, 0) << shrink.err;
+  std::string state;
+  static const std::regex done("COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|BOOT_FAIL|OUT_OF_MEMORY|DEADLINE");
+  wait_for([&] { return std::regex_match(state = job_field(job, "JobState", cluster), done); }, 60);
+  const std::string log = out();
+  ASSERT_EQ(state, "COMPLETED") << test::run(cluster.env() + "scontrol -o show job " + job).out << log << cluster.logs();
+  EXPECT_NE(log.find("restart 1 on " + nodes.host(0) + "\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("World = 1 node x 1 process ("), std::string::npos) << log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(interrupted \(User defined signal 1\) at step (\d+); checkpoint saved)")))
+      << log;
+  const std::string step = m[1].str();
+  EXPECT_NE(log.find("checkpoint-" + step + " was saved by 2 process(es), this run has 1"), std::string::npos) << log;
+
+  ASSERT_EQ(test::run(cluster.env() + "scontrol update NodeName=" + nodes.host(1) + " State=RESUME").code, 0);
+  auto by_hand = [&](const std::string& nodes_flag, const std::string& stop) {
+    return test::run(cluster.env("MASTER_PORT=" + std::to_string(test::free_port()) +
+                                 (stop.empty() ? "" : " TRAINRUN_INTERRUPT_AT_STEP=" + stop)) +
+                     "srun " + nodes_flag + " --ntasks-per-node=1 " +
+                     test::trainrun(overrides + "output.dir=" + (dir / "ref")) + " </dev/null");
+  };
+  auto first = by_hand("-N2", step);
+  EXPECT_NE(first.out.find("World = 2 nodes x 1 process ("), std::string::npos) << first.out << first.err;
+  auto rest = by_hand("-N1 -w " + nodes.host(0), "");
+  ASSERT_EQ(rest.code, 0) << rest.out << rest.err;
+  for (const char* key : {"loss", "train_loss"})
+    EXPECT_EQ(test::by_step(dir / "run/metrics.jsonl", key), test::by_step(dir / "ref/metrics.jsonl", key)) << key;
+  EXPECT_TRUE(test::read_file(dir / "run/model.safetensors") == test::read_file(dir / "ref/model.safetensors"))
+      << "final weights differ";
 }
 
 }  // namespace
