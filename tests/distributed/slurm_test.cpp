@@ -92,6 +92,16 @@ class Slurm : public ::testing::Test {
   std::string recipe = test::source("recipes/quickstart.yaml");
 };
 
+// A batch script as docs/guides/distributed.md's: `sbatch` options, a first line, srun `command`,
+// and a requeue of the job when trainrun exits 138 (pre-empted, checkpoint saved).
+std::string requeueing_job(const std::string& sbatch, const std::string& out, const std::string& first,
+                           const std::string& command) {
+  return "#!/bin/bash\n#SBATCH --job-name=trainrun-test-" + std::to_string(::getpid()) + "\n#SBATCH " + sbatch +
+         "\n#SBATCH --requeue --open-mode=append --output=" + out + "\n" + first + "\nsrun " + command +
+         "\nrc=$?\necho \"trainrun exited with $rc\"\nif [ $rc -eq 138 ]; then scontrol requeue $SLURM_JOB_ID; fi\n"
+         "exit $rc\n";
+}
+
 // One field of `scontrol -o show job ID` ("" when absent).
 std::string job_field(const std::string& job, const std::string& key, const SlurmCluster& cluster) {
   std::string line = test::run(cluster.env() + "scontrol -o show job " + job).out;
@@ -135,16 +145,9 @@ TEST_F(Slurm, SbatchPreemptedBySigusr1RequeuesAndResumesBitExact) {
   std::string overrides = recipe + " data.max_train_samples=3840 data.max_eval_samples=200 train.log_every_steps=5 "
                           "world.nproc_per_node=1 ";
   test::write_file(dir / "job.sh",
-                   "#!/bin/bash\n"
-                   "#SBATCH --job-name=trainrun-test-" + std::to_string(::getpid()) + "\n"
-                   "#SBATCH --nodes=1 --ntasks=2 --time=10 --signal=USR1@90\n"
-                   "#SBATCH --requeue --open-mode=append --output=" + (dir / "job.out") + "\n"
-                   "echo \"job $SLURM_JOB_ID restart ${SLURM_RESTART_COUNT:-0}\"\n"
-                   "srun " + test::trainrun(overrides + "output.dir=" + (dir / "run")) + "\n"
-                   "rc=$?\n"
-                   "echo \"trainrun exited with $rc\"\n"
-                   "if [ $rc -eq 138 ]; then scontrol requeue $SLURM_JOB_ID; fi\n"
-                   "exit $rc\n");
+                   requeueing_job("--nodes=1 --ntasks=2 --time=10 --signal=USR1@90", dir / "job.out",
+                                  "echo \"job $SLURM_JOB_ID restart ${SLURM_RESTART_COUNT:-0}\"",
+                                  test::trainrun(overrides + "output.dir=" + (dir / "run"))));
   auto sub = test::run(cluster_->env() + "MASTER_PORT=" + std::to_string(test::free_port()) +
                        " sbatch --parsable --chdir=" + dir.path().string() + " " + (dir / "job.sh"));
   ASSERT_EQ(sub.code, 0) << sub.out << sub.err << cluster_->logs();
@@ -222,14 +225,9 @@ TEST(SlurmNodes, RequeuedOnFewerNodesGoesOnWithTheSameSamples) {
                                 " data.max_train_samples=3840 data.max_eval_samples=200 train.log_every_steps=5"
                                 " data.global_batch_size=128 model.dropout1=0 model.dropout2=0 world.nproc_per_node=1"
                                 " world.threads_per_proc=1 ";
-  test::write_file(dir / "job.sh", "#!/bin/bash\n"
-                                   "#SBATCH --nodes=2 --time=10\n"
-                                   "#SBATCH --requeue --open-mode=append --output=" + (dir / "job.out") + "\n"
-                                   "echo \"restart ${SLURM_RESTART_COUNT:-0} on $SLURM_JOB_NODELIST\"\n"
-                                   "srun " + test::trainrun(overrides + "output.dir=" + (dir / "run")) + "\n"
-                                   "rc=$?\n"
-                                   "if [ $rc -eq 138 ]; then scontrol requeue $SLURM_JOB_ID; fi\n"
-                                   "exit $rc\n");
+  test::write_file(dir / "job.sh", requeueing_job("--nodes=2 --time=10", dir / "job.out",
+                                                  "echo \"restart ${SLURM_RESTART_COUNT:-0} on $SLURM_JOB_NODELIST\"",
+                                                  test::trainrun(overrides + "output.dir=" + (dir / "run"))));
   const std::string port = "MASTER_PORT=" + std::to_string(test::free_port());
   // Held until both nodes answer, so that the first run gets both (a range gets what is free).
   auto sub = test::run(cluster.env(port) + "sbatch --hold --parsable --chdir=" + dir.path().string() + " " +

@@ -4,6 +4,7 @@
 // buffer and random transforms; the loader's state is in the checkpoint and the resumed run
 // reopens the shards there.
 #include "support/same_run.h"
+#include "support/wds_recipe.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -19,18 +20,9 @@ class WebDatasetResume : public ::testing::Test {
   void SetUp() override {
     // 11 shards of 40: 440 samples; batch 16 -> 28 batches an epoch in one process (the last
     // of 8), 14 in two (220 samples each, the last batch of 12).
-    auto r = test::run(std::string(test::kPython) + " " + test::source("tests/py/wds_fixture.py") + " " +
-                       (dir / "shards") + " 440 40 80");
-    ASSERT_EQ(r.code, 0) << r.err;
-    test::write_file(dir / "recipe.yaml", R"(seed: 3
-model: {name: basicnet, num_classes: auto}
-data:
-  dataset:
-    name: webdataset
-    urls: )" + (dir / "shards") + R"(/train-{000000..000010}.tar
-    eval_urls: )" + (dir / "shards") + R"(/val-{000000..000001}.tar
-    shuffle: {shards: true, buffer: 50}
-  train_transforms: [{random_resized_crop: {size: [28, 28], scale: [0.6, 1.0]}}, random_horizontal_flip, {grayscale: {}}, to_tensor]
+    ASSERT_EQ(test::write_wds_shards(dir, 440, 40, 80), "");
+    test::write_file(dir / "recipe.yaml", test::wds_recipe_head(dir, "000010", 50) +
+                                            R"(  train_transforms: [{random_resized_crop: {size: [28, 28], scale: [0.6, 1.0]}}, random_horizontal_flip, {grayscale: {}}, to_tensor]
   eval_transforms: [{resize: {size: [28, 28]}}, {grayscale: {}}, to_tensor]
   batch_size: 16
   workers: 2
