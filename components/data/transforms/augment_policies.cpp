@@ -68,7 +68,7 @@ class AutoAugment : public Transform {
     for (int i = 0; i < 2; ++i) {
       const PolicyStep& step = sub[size_t(i)];
       if (!(probs[i] <= step.p)) continue;
-      const OpSpace& op = op_space(step.op);
+      const OpSpace op = op_space(step.op);  // a copy: g++ 14 takes the reference for one into the temporary name
       double m = step.magnitude_bin >= 0 ? augment_magnitude(op.name, step.magnitude_bin, 10, img.size(0), img.size(1)) : 0.0;
       if (op.signed_magnitude && signs[i] == 0) m *= -1.0;
       img = apply_augment_op(img, op.name, m, o_.fill);
