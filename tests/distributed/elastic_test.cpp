@@ -27,9 +27,10 @@ class Elastic : public ::testing::Test {
       GTEST_SKIP() << "python3-torch is not installed";
     if (!nodes.ok()) GTEST_SKIP() << "cannot create network namespaces here (needs root and iproute2): " << nodes.why();
   }
-  // torchrun on node `node` in the background (P<node>), its output in dir/n<node>.
+  // torchrun on node `node` in the background (P<node>), its output in dir/n<node>; ended after 4
+  // minutes (an agent stuck in a rendezvous would hold the test until ctest's timeout).
   std::string start(int node, int last_call) const {
-    return nodes.exec(node) + std::string(test::kPython) + " " + test::source("tests/py/torchrun.py") +
+    return nodes.exec(node) + "timeout -k 5 240 " + std::string(test::kPython) + " " + test::source("tests/py/torchrun.py") +
            " --nnodes 1:2 --nproc_per_node 1 --max_restarts 3 --monitor_interval 1 --rdzv_backend c10d"
            " --rdzv_endpoint 10.231.0.1:29400 --rdzv_id elastic-test --rdzv_conf last_call_timeout=" +
            std::to_string(last_call) + " --no_python " + TRAINRUN_BINARY + " " + recipe + " output.dir=" + run +
