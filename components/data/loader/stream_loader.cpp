@@ -178,19 +178,32 @@ std::optional<std::vector<nlohmann::json>> StreamLoader::restored_states(int64_t
   return std::nullopt;
 }
 
+wds::StreamPlan StreamLoader::stream_plan(int64_t epoch, int64_t rank, int64_t world, int64_t stream, int64_t streams,
+                                          bool train) const {
+  wds::StreamPlan plan;
+  plan.set = std::shared_ptr<const wds::ShardSet>(dataset_, &source_.shards());  // lives as long as the dataset
+  plan.seed = options_.shard.seed;
+  plan.epoch = epoch;
+  plan.rank = rank;
+  plan.world = world;
+  plan.stream = stream;
+  plan.streams = streams;
+  plan.train = train;
+  plan.skip_bad_shards = options_.skip_bad_files;
+  return plan;
+}
+
 // Another world size or data.workers: every saved stream's rest of the epoch dealt to this
 // world's streams (shards/stream_regroup.h), each taking what its batches from `skip_batches` on need.
 std::vector<nlohmann::json> StreamLoader::regrouped(const nlohmann::json& all, int64_t epoch, int64_t skip_batches) {
   const auto& s = options_.shard;
-  const wds::ShardSet& set = source_.shards();
-  std::shared_ptr<const wds::ShardSet> shared(dataset_, &set);
   std::vector<wds::SavedStream> saved;
   for (const auto& r : all.at("ranks")) {
     const int64_t streams = r.at("streams").get<int64_t>();
     for (int64_t w = 0; w < streams; ++w) {
       wds::SavedStream one;
-      one.plan = {shared, s.seed, r.at("epoch").get<int64_t>(), r.at("rank").get<int64_t>(),
-                  r.at("world_size").get<int64_t>(), w, streams, true, options_.skip_bad_files};
+      one.plan = stream_plan(r.at("epoch").get<int64_t>(), r.at("rank").get<int64_t>(),
+                             r.at("world_size").get<int64_t>(), w, streams, /*train=*/true);
       const auto& state = r.at("state").at(std::size_t(w));
       if (!state.is_null()) one.state = wds::StreamState::from_json(state);
       saved.push_back(std::move(one));
@@ -199,7 +212,7 @@ std::vector<nlohmann::json> StreamLoader::regrouped(const nlohmann::json& all, i
   const int64_t nb = batches_per_epoch(), per_rank = examples_per_epoch(), b = options_.batch_size;
   std::vector<int64_t> demand(std::size_t(streams_), 0);
   for (int64_t i = skip_batches; i < nb; ++i) demand[std::size_t(i % streams_)] += std::min(b, per_rank - i * b);
-  const wds::Regrouped g = wds::regroup_streams(set, saved, epoch, demand, s.world_size, s.rank);
+  const wds::Regrouped g = wds::regroup_streams(source_.shards(), saved, epoch, demand, s.world_size, s.rank);
   if (s.rank == 0) {
     spdlog::info("Regrouped the shard streams of the checkpoint ({} streams) onto {} process(es) x {}: {} samples of "
                  "epoch {} not yet seen, {} to take{}", saved.size(), s.world_size, streams_, g.supply, epoch,
@@ -217,21 +230,10 @@ std::vector<nlohmann::json> StreamLoader::regrouped(const nlohmann::json& all, i
 void StreamLoader::open_feeds(int64_t epoch, int64_t skip_batches, const std::optional<std::vector<nlohmann::json>>& from) {
   const auto& s = options_.shard;
   const bool train = s.shuffle, restored = from.has_value();
-  // Shares the dataset's ownership: the set lives as long as the dataset.
-  std::shared_ptr<const wds::ShardSet> set(dataset_, &source_.shards());
   const int64_t nb = batches_per_epoch(), per_rank = examples_per_epoch(), b = options_.batch_size;
   const std::size_t capacity = std::size_t(std::max<int64_t>(2, options_.prefetch_batches_per_worker));
   for (int64_t w = 0; w < streams_; ++w) {
-    wds::StreamPlan plan;
-    plan.set = set;
-    plan.seed = s.seed;
-    plan.epoch = epoch;
-    plan.rank = s.rank;
-    plan.world = s.world_size;
-    plan.stream = w;
-    plan.streams = streams_;
-    plan.train = train;
-    plan.skip_bad_shards = options_.skip_bad_files;
+    const wds::StreamPlan plan = stream_plan(epoch, s.rank, s.world_size, w, streams_, train);
     std::vector<std::pair<int64_t, int64_t>> batches;
     if (train)
       for (int64_t i = w; i < nb; i += streams_)

@@ -14,6 +14,9 @@
 namespace trainrun {
 
 class StreamingDataset;
+namespace wds {
+struct StreamPlan;
+}
 
 class StreamLoader final : public BatchLoader {
  public:
@@ -43,6 +46,9 @@ class StreamLoader final : public BatchLoader {
   // on another, else none (replay).
   std::optional<std::vector<nlohmann::json>> restored_states(int64_t epoch, int64_t skip_batches);
   std::vector<nlohmann::json> regrouped(const nlohmann::json& all, int64_t epoch, int64_t skip_batches);
+  // The plan of stream `stream` of `streams` on `rank` of `world` in `epoch`.
+  wds::StreamPlan stream_plan(int64_t epoch, int64_t rank, int64_t world, int64_t stream, int64_t streams,
+                              bool train) const;
   void open_feeds(int64_t epoch, int64_t skip_batches, const std::optional<std::vector<nlohmann::json>>& from);
   void fill_eval();
 
