@@ -4,9 +4,12 @@
 #pragma once
 
 #include "runner/distributed/exit_codes.h"
+#include "runner/distributed/world_info.h"
 #include "runner/recipe/job.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,8 @@ namespace trainrun::cli {
 // `options` say.
 Recipe load_recipe_of(const std::vector<std::string>& args);
 Job load_job(const std::vector<std::string>& args, const JobOptions& options = {});
+// The recipe's typed sections with the `auto`s that need no job resolved (world, eval batch).
+RunConfig run_config_of(const Recipe& recipe);
 
 // The weights file of `--checkpoint`: a .safetensors file, or a folder holding model.safetensors.
 std::string weights_file(const std::string& checkpoint);
@@ -33,6 +38,39 @@ struct TrainState {
 
 // `trainrun RECIPE.yaml [overrides]`; `argv` relaunches us as the workers.
 int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state);
+// The world a launcher (ours, torchrun, SLURM, mpirun) started this process in, with its rank's
+// logging; none: one OpenMP thread until the job sets its own (a launcher forks its workers).
+std::optional<WorldInfo> launched_world(TrainState& state);
+// `body` as this process's part of the job's world: here when a launcher started us (`world`) or
+// the world is one process, else in the workers launched with `argv` (this process's command
+// line), forked or exec'd as launcher.h says; returns the exit code.
+int run_in_world(Job& job, std::optional<WorldInfo> world, int64_t world_size, const std::vector<std::string>& argv,
+                 TrainState& state, const std::function<void(Job&, const WorldInfo&)>& body);
+// `trainrun lr-find`: the LR range test (runner/train/lr_finder.h) on the recipe's world; writes
+// lr_find.csv and lr_find.png into `output` (empty: output.dir/lr_find).
+struct LrFindCommand {
+  double start = 1e-7, end = 10;
+  int64_t steps = 100;
+  std::string mode = "exp", output;
+};
+int cmd_lr_find(const std::vector<std::string>& args, const LrFindCommand& c, const std::vector<std::string>& argv,
+                TrainState& state);
+// `trainrun sweep` (sweep.cpp): `args` is RECIPE followed by overrides, some of them key=a,b,c.
+struct SweepCommand {
+  bool random = false;  // --random N (else the grid)
+  int64_t count = 0;
+  uint64_t seed = 0;
+  int64_t parallel = 1;
+};
+int cmd_sweep(const std::vector<std::string>& args, const SweepCommand& c);
+// `trainrun cv` (cv.cpp): K runs, fold I evaluating on the I-th part of the training split;
+// `fold` >= 0: that fold only.
+struct CvCommand {
+  int64_t folds = 5;
+  bool stratified = false;
+  int64_t fold = -1;
+};
+int cmd_cv(const std::vector<std::string>& args, const CvCommand& c);
 int cmd_check(const std::vector<std::string>& args, bool schedule, bool origin, bool download, int64_t steps_per_epoch);
 // `tune_thresholds` (multilabel): thresholds.json from the eval split (runner/io/thresholds.h).
 int cmd_eval(const std::vector<std::string>& args, const std::string& checkpoint, bool tune_thresholds);

@@ -8,6 +8,7 @@
 #include "registry/plugin.h"
 #include "registry/registry.h"
 #include "runner/recipe/overrides.h"
+#include "runner/recipe/resolve.h"
 #include "runner/distributed/error_file.h"
 #include "support/safetensors.h"
 #include "runner/logging/logging.h"
@@ -30,6 +31,12 @@ Recipe load_recipe_of(const std::vector<std::string>& args) {
   if (args[0].find('=') != std::string::npos && !std::filesystem::exists(args[0], ec))
     throw RecipeError(args[0] + ": the recipe file comes first: trainrun RECIPE.yaml [key=value ...]");
   return load_recipe(args[0], std::vector<std::string>(args.begin() + 1, args.end()));
+}
+
+RunConfig run_config_of(const Recipe& recipe) {
+  YAML::Node root = YAML::Clone(recipe.root);
+  resolve_auto_values(root);
+  return RunConfig::from(root);
 }
 
 Job load_job(const std::vector<std::string>& args, const JobOptions& options) {
@@ -56,7 +63,11 @@ struct Options {
   uint64_t seed = 0;
   bool no_shuffle = false;
   PushOptions push;
-  CLI::App* pusher = nullptr;
+  LrFindCommand lr_find;
+  std::vector<std::string> lr_find_args, sweep_args, cv_args;
+  SweepCommand sweep;
+  CvCommand cv;
+  CLI::App *pusher = nullptr, *lr_finder = nullptr, *sweeper = nullptr, *cross_validation = nullptr;
   CLI::App *check = nullptr, *eval = nullptr, *predict = nullptr, *exporter = nullptr, *shards = nullptr, *list = nullptr,
            *describe = nullptr;
 };
@@ -76,6 +87,43 @@ void add_push(CLI::App& app, Options& o) {
       ->delimiter(',')
       ->check(CLI::IsMember({"onnx", "torchscript"}));
   o.pusher->add_option("--license", o.push.license, "the model card's license, a Hub license id (default: other)");
+}
+
+void add_lr_find(CLI::App& app, Options& o) {
+  o.lr_finder = app.add_subcommand("lr-find", "the learning-rate range test (fastai's lr_find) on the recipe's model, data, "
+                                              "optimizer and world: lr_find.csv, lr_find.png and suggested rates");
+  o.lr_finder->add_option("recipe", o.lr_find_args, "RECIPE.yaml [key.path=value ...]")->required();
+  o.lr_finder->add_option("--start", o.lr_find.start, "the first step's lr (default 1e-7)");
+  o.lr_finder->add_option("--end", o.lr_find.end, "the lr the steps rise towards (default 10)");
+  o.lr_finder->add_option("--steps", o.lr_find.steps, "optimizer steps at most (default 100); the test stops "
+                                                      "earlier when the smoothed loss passes 4x its best");
+  o.lr_finder->add_option("--mode", o.lr_find.mode, "exp (the default: lr grows geometrically) | linear")
+      ->check(CLI::IsMember({"exp", "linear"}));
+  o.lr_finder->add_option("--output", o.lr_find.output, "the folder for lr_find.csv and lr_find.png (default: "
+                                                        "output.dir/lr_find; nothing else of output.dir is touched)");
+}
+
+void add_sweep_and_cv(CLI::App& app, Options& o) {
+  o.sweeper = app.add_subcommand("sweep", "one run per combination of overrides given as key=a,b,c (Hydra's -m syntax), "
+                                          "each in OUTPUT_DIR/sweep/NNN-key=value,.../; then sweep_report.csv/.md and "
+                                          "sweep_plot.png");
+  o.sweeper->add_option("recipe", o.sweep_args, "RECIPE.yaml, then key=value overrides and key=a,b,c sweeps")->required();
+  o.sweeper->add_flag("--grid", "every combination (the default)");
+  o.sweeper->add_option("--random", o.sweep.count, "N combinations drawn from the grid, without repetition, instead");
+  o.sweeper->add_option("--seed", o.sweep.seed, "the draw of --random (default 0)");
+  o.sweeper->add_option("--parallel", o.sweep.parallel,
+                        "runs at a time (default 1); runs x processes x threads must fit the machine's CPUs "
+                        "(threads_per_proc: auto is shared out)");
+  o.cross_validation = app.add_subcommand("cv", "k-fold cross-validation: K runs in OUTPUT_DIR/fold-I/, each evaluating on "
+                                                "one part of the training split; cv_report.json, the table of "
+                                                "every fold and oof_predictions.csv");
+  o.cross_validation->add_option("recipe", o.cv_args, "RECIPE.yaml [key.path=value ...]")->required();
+  o.cross_validation->add_option("--folds", o.cv.folds, "K (default 5)")->check(CLI::Range(2, 1000));
+  o.cross_validation->add_flag("--stratified", o.cv.stratified,
+                               "each fold keeps the classes' proportions (scikit-learn's StratifiedKFold)");
+  o.cross_validation->add_option("--fold", o.cv.fold,
+                                 "run fold I only (0 .. K-1; one task of a job array); the report waits for every fold")
+      ->check(CLI::NonNegativeNumber);
 }
 
 void add_commands(CLI::App& app, Options& o) {
@@ -127,6 +175,8 @@ void add_commands(CLI::App& app, Options& o) {
   o.exporter->add_option("--license", o.license, "hub: the model card's license, a Hub license id (default: other)");
   o.exporter->add_flag("--ema", o.ema, std::string("the EMA weights (") + kEmaModelFile + " of a checkpoint or run folder)");
   add_push(app, o);
+  add_lr_find(app, o);
+  add_sweep_and_cv(app, o);
   o.shards = app.add_subcommand("shards", "write the recipe's data.dataset as WebDataset tar shards, with sizes.json and classes.txt");
   o.shards->add_option("recipe", o.shards_args, "RECIPE.yaml [key.path=value ...]")->required();
   o.shards->add_option("--output", o.output, "the folder to write (new or empty): train-000000.tar ..., "
@@ -163,6 +213,15 @@ int run_command(const CLI::App& app, const Options& o, const std::vector<std::st
   if (*o.predict) return cmd_predict(o.predict_args, o.checkpoint, o.model, o.top_k, o.images, o.output, o.threshold);
   if (*o.exporter) return cmd_export(o.export_args, o.checkpoint, o.format, o.output, o.ema, o.repo, o.license);
   if (*o.pusher) return cmd_push(o.push);
+  if (*o.lr_finder) return cmd_lr_find(o.lr_find_args, o.lr_find, argv, state);
+  if (*o.sweeper) {
+    SweepCommand c = o.sweep;
+    c.random = o.sweeper->count("--random") > 0;
+    if (c.random && o.sweeper->count("--grid"))
+      throw RecipeError("sweep: --grid and --random N are two ways to choose the runs; give one");
+    return cmd_sweep(o.sweep_args, c);
+  }
+  if (*o.cross_validation) return cmd_cv(o.cv_args, o.cv);
   if (*o.shards) return cmd_shards(o.shards_args, o.output, o.max_count, o.max_size, o.seed, o.no_shuffle);
   if (o.args.empty()) {
     std::cout << app.help();

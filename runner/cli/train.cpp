@@ -48,7 +48,7 @@ void create_hub_repository(Job& job) {
 
 }  // namespace
 
-int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state) {
+std::optional<WorldInfo> launched_world(TrainState& state) {
   auto world = WorldInfo::from_env();  // set when a launcher (ours, torchrun, SLURM, mpirun) started us
   if (world) {
     state.rank = world->rank;
@@ -58,6 +58,11 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   // Until the Trainer sets job.threads, one thread: a launcher forks its workers (launcher.h),
   // which needs it to hold no OpenMP pool.
   if (!world) at::set_num_threads(1);
+  return world;
+}
+
+int cmd_train(const std::vector<std::string>& args, const std::vector<std::string>& argv, TrainState& state) {
+  std::optional<WorldInfo> world = launched_world(state);
   Job job = load_job(args);
   check_resume_option(job.config.output);
   const int64_t world_size = world ? world->world_size : job.config.world.world_size();
@@ -76,9 +81,14 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
     if (plan.action == ResumePlan::Action::Resume) check_resume_fits(job);
     create_hub_repository(job);
   }
+  return run_in_world(job, world, world_size, argv, state, train_and_push);
+}
+
+int run_in_world(Job& job, std::optional<WorldInfo> world, int64_t world_size, const std::vector<std::string>& argv,
+                 TrainState& state, const std::function<void(Job&, const WorldInfo&)>& body) {
   if (world || world_size == 1) {
     state.started = true;
-    train_and_push(job, world.value_or(WorldInfo{}));
+    body(job, world.value_or(WorldInfo{}));
     return kExitOk;
   }
   LaunchOptions o{job.config.world, fork_workers()};
@@ -91,7 +101,7 @@ int cmd_train(const std::vector<std::string>& args, const std::vector<std::strin
   state.rank = world->rank;
   setup_console_logging(state.rank);
   name_worker_process(world->rank);
-  train_and_push(job, *world);
+  body(job, *world);
   return kExitOk;
 }
 

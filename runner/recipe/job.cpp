@@ -4,7 +4,9 @@
 // rules over time freeze.cpp, the optimizer's groups param_groups.cpp.
 #include "runner/recipe/job.h"
 
+#include "components/data/folds.h"
 #include "components/data/sources/torchvision_download.h"
+#include "components/data/streaming_dataset.h"
 #include "runner/distributed/process_group.h"
 #include "runner/recipe/class_balance.h"
 #include "runner/recipe/fingerprint.h"
@@ -203,6 +205,37 @@ DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool 
   return splits;
 }
 
+void apply_folds(DatasetSplits& splits, const DataConfig& data, uint64_t seed) {
+  if (!data.cv_folds) return;
+  const int64_t k = *data.cv_folds;
+  if (data.cv_fold >= k)
+    throw RecipeError("data.cv_fold: " + std::to_string(data.cv_fold) + ": folds are 0 .. " + std::to_string(k - 1) +
+                      " (data.cv_folds: " + std::to_string(k) + ")");
+  if (streaming_source(*splits.train))
+    throw RecipeError("data.cv_folds: the folds need a dataset read by index; WebDataset shards are read as streams");
+  if (data.cv_stratified && splits.train->multilabel())
+    throw RecipeError("data.cv_stratified: a multi-label dataset has no one class per example to stratify by; "
+                      "use plain folds (cv_stratified: false)");
+  const std::shared_ptr<const Dataset> all = splits.train;
+  std::vector<int64_t> fold;
+  try {
+    if (data.cv_stratified) {
+      std::vector<int64_t> labels(all->size());
+      for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = all->label(i);
+      fold = stratified_kfold_assignment(labels, k, uint32_t(seed));
+    } else {
+      fold = kfold_assignment(all->size(), k, uint32_t(seed));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("data.cv_folds: ") + e.what());
+  }
+  std::vector<std::size_t> train, held_out;
+  for (std::size_t i = 0; i < fold.size(); ++i) (fold[i] == data.cv_fold ? held_out : train).push_back(i);
+  splits.train = std::make_shared<IndexSubset>(all, std::move(train));
+  splits.eval = std::make_shared<IndexSubset>(all, std::move(held_out));
+  splits.eval_split_name = "fold-" + std::to_string(data.cv_fold);
+}
+
 Job build_job(Recipe recipe, const JobOptions& options) {
   Job job;
   job.recipe = std::move(recipe);
@@ -221,6 +254,7 @@ Job build_job(Recipe recipe, const JobOptions& options) {
 
   if (options.data) {
     job.data = build_datasets(job.recipe, job.config.data, options.download);
+    apply_folds(job.data, job.config.data, job.config.seed);
   } else {
     job.data.classes = options.classes;
   }

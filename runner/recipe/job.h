@@ -78,6 +78,9 @@ struct JobOptions {
 // as JobOptions::download. Throws RecipeError or DataError (also for a dataset of one class: a
 // classifier needs two).
 DatasetSplits build_datasets(const Recipe& recipe, const DataConfig& data, bool download = true);
+// data.cv_folds: the training split becomes all folds but data.cv_fold, the eval split that fold
+// (named fold-I), cut as components/data/folds.h says with the recipe's seed.
+void apply_folds(DatasetSplits& splits, const DataConfig& data, uint64_t seed);
 
 // Builds data, model (with pretrained weights and freeze rules), transforms and loss. Fills
 // `auto` values (num_classes, normalize: model, threads) into job.recipe so the resolved

@@ -34,14 +34,14 @@ std::string cpu_bf16_feature() {
   return "";
 }
 
+}  // namespace
+
 // The CPUs this process may run on (its affinity mask: taskset, cgroups' cpusets, srun's binding).
 int64_t usable_cpus() {
   cpu_set_t set;
   if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()));
 }
-
-}  // namespace
 
 std::string resolve_device(const std::string& wanted) {
   bool cuda = torch::cuda::is_available();

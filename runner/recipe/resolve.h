@@ -11,6 +11,9 @@
 
 namespace trainrun {
 
+// The CPUs this process may run on (its affinity mask: taskset, cgroups' cpusets, srun's binding).
+int64_t usable_cpus();
+
 // world.device: cuda | cpu, `auto` as CUDA's availability says. RecipeError for a missing CUDA.
 std::string resolve_device(const std::string& wanted);
 // job.precision (and its reason) from the recipe's precision on job.device.

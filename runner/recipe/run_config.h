@@ -30,6 +30,10 @@ struct DataConfig {
   bool skip_bad_files;               // on_bad_file: skip | error
   std::string sampler;               // random | weighted (WeightedRandomSampler, 1 / class count)
   std::optional<int64_t> max_train_samples, max_eval_samples;  // nullopt = every example
+  // k-fold cross-validation (components/data/folds.h): nullopt = none.
+  std::optional<int64_t> cv_folds;
+  int64_t cv_fold;
+  bool cv_stratified;
 };
 
 // train.ema: timm's ModelEmaV3 (runner/train/callbacks/ema.cpp).

@@ -73,7 +73,16 @@ SectionSpec<DataConfig> declare_data() {
       .key("max_train_samples", &D::max_train_samples, Type::Int, Node(), "use only the first N training examples")
       .min(1)
       .key("max_eval_samples", &D::max_eval_samples, Type::Int, Node(), "use only the first N evaluation examples")
-      .min(1);
+      .min(1)
+      .key("cv_folds", &D::cv_folds, Type::Int, Node(),
+           "k-fold cross-validation (`trainrun cv` sets it): the training split cut into K folds, scikit-learn's "
+           "KFold(shuffle=True, random_state=seed); the run trains on all but fold cv_fold and evaluates on it "
+           "(the recipe's eval split is not used); null = no folds")
+      .min(2)
+      .key("cv_fold", &D::cv_fold, Type::Int, yaml("0"), "with cv_folds: the fold this run evaluates on, 0 .. K-1")
+      .min(0)
+      .key("cv_stratified", &D::cv_stratified, Type::Bool, yaml("false"),
+           "with cv_folds: StratifiedKFold(shuffle=True, random_state=seed): each fold keeps the classes' proportions");
 }
 
 const SectionSpec<EmaOptions>& ema_section();

@@ -134,4 +134,19 @@ nlohmann::ordered_json eval_line(const EvalResult& r, const std::vector<std::str
   return line;
 }
 
+at::Tensor predict_scores(Classifier& model, DataLoader& loader, const Job& job, const Accelerator& acc) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  std::vector<at::Tensor> all;
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    const at::Tensor out = outputs(model, batch->inputs.to(acc.device(), /*non_blocking=*/true), job, acc);
+    all.push_back((job.config.train.task == "multilabel" ? torch::sigmoid(out)
+                   : model.outputs_log_probs()            ? out.exp()
+                                                          : torch::softmax(out, 1))
+                      .cpu());
+  }
+  return all.empty() ? at::empty({0, 0}) : at::cat(all);
+}
+
 }  // namespace trainrun

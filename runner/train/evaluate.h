@@ -38,6 +38,10 @@ struct EvalResult {
 EvalResult evaluate(Classifier& model, DataLoader& loader, const Loss& loss, const Job& job, const Accelerator& acc,
                     bool keep_predictions = false);
 
+// Every example's class scores over the loader's split in its order, on the CPU ([N, classes]
+// float): softmax probabilities (sigmoids for train.task: multilabel), as `predict` reports them.
+at::Tensor predict_scores(Classifier& model, DataLoader& loader, const Job& job, const Accelerator& acc);
+
 // train.metrics' per_class: the per-class table of an evaluation (single-label: precision, recall,
 // F1 and support from the confusion matrix; multilabel: AP, precision, recall, F1, support), the
 // layout of `trainrun eval`'s report.

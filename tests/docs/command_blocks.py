@@ -180,6 +180,9 @@ TRAINRUN_NOT_RUN = [
     (r"^(build/)?trainrun recipes/pets_resnet50d_shards\.yaml$",
      "needs the Oxford-IIIT Pet shards; Recipes/ShippedRecipe.RunsAsShippedWithItsPublishedWeights/pets_resnet50d_shards "
      "writes them (from a mirror of the images) with the page's first command and trains from them"),
+    (r"^(build/)?trainrun (lr-find|sweep|cv) ",
+     "several whole runs each; DocsAfterDemo.FindingSettingsCommandsPrintWhatThePageShows runs the guide's own (its "
+     "docs/commands/ files), and the LrFind, Sweep and Cv tests every option"),
 ]
 
 

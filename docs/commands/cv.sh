@@ -1,0 +1,1 @@
+build/trainrun cv recipes/quickstart.yaml --folds 5 --stratified

@@ -1,0 +1,1 @@
+build/trainrun lr-find recipes/quickstart.yaml
