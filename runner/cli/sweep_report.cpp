@@ -38,9 +38,13 @@ std::vector<std::string> figure_columns(const std::vector<Row>& rows) {
   return {keys.begin(), keys.end()};
 }
 
-std::string number(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : ""; }
+// `full`: every digit (the CSV, read back by programs); else 6 significant ones (the Markdown table).
+std::string number(const std::optional<double>& v, bool full) {
+  return !v ? "" : full ? fmt::format("{}", *v) : fmt::format("{:.6g}", *v);
+}
 
-std::vector<std::vector<std::string>> table(const std::vector<Row>& rows, const SweepPlan& plan, const std::string& metric) {
+std::vector<std::vector<std::string>> table(const std::vector<Row>& rows, const SweepPlan& plan, const std::string& metric,
+                                            bool full) {
   const std::vector<std::string> figures = figure_columns(rows);
   std::vector<std::string> head = {"run"};
   for (const SweptKey& k : plan.swept) head.push_back(k.key);
@@ -51,12 +55,12 @@ std::vector<std::vector<std::string>> table(const std::vector<Row>& rows, const 
   for (const Row& r : rows) {
     std::vector<std::string> line = {r.run->folder};
     for (const auto& [key, value] : r.run->values) line.push_back(value);
-    line.insert(line.end(), {r.status, number(r.results.best), r.results.best ? std::to_string(r.results.best_step) : ""});
+    line.insert(line.end(), {r.status, number(r.results.best, full), r.results.best ? std::to_string(r.results.best_step) : ""});
     for (const std::string& f : figures) {
       auto it = r.results.last_eval.find(f);
-      line.push_back(it == r.results.last_eval.end() ? "" : number(it->second));
+      line.push_back(it == r.results.last_eval.end() ? "" : number(it->second, full));
     }
-    line.insert(line.end(), {number(r.results.train_loss), std::to_string(r.results.step)});
+    line.insert(line.end(), {number(r.results.train_loss, full), std::to_string(r.results.step)});
     out.push_back(line);
   }
   return out;
@@ -138,8 +142,8 @@ void write_sweep_report(const fs::path& dir, const SweepPlan& plan, const std::v
     if (!a.results.best || !b.results.best) return bool(a.results.best) && !b.results.best;
     return greater ? *a.results.best > *b.results.best : *a.results.best < *b.results.best;
   });
-  const auto t = table(rows, plan, metric);
-  write_file_atomic(dir / "sweep_report.csv", as_csv(t));
+  const auto t = table(rows, plan, metric, /*full=*/false);
+  write_file_atomic(dir / "sweep_report.csv", as_csv(table(rows, plan, metric, /*full=*/true)));
   write_file_atomic(dir / "sweep_report.md", as_markdown(t));
   std::vector<Plot> plots;
   for (std::size_t k = 0; k < plan.swept.size(); ++k) plots.push_back(key_plot(rows, plan.swept[k], k, metric));

@@ -1,5 +1,6 @@
 #include "runner/recipe/resume_plan.h"
 
+#include "components/callbacks/checkpoint_format.h"
 #include "runner/io/checkpoint.h"
 #include "runner/recipe/fingerprint.h"
 #include "runner/recipe/preflight.h"
@@ -49,6 +50,10 @@ ResumePlan plan_resume(const Job& job, int64_t world_size, const std::string& ch
       plan.line = "output.resume: " + checkpoint + " was saved by another job (" + joined(diffs) + "); resuming from it as asked";
   }
   const int64_t epochs = job.config.train.epochs;
+  // A run is over once it wrote its end (the final model.safetensors, after the final evaluation):
+  // a checkpoint at the last step written because a signal stopped that step is resumed, and the
+  // resumed run trains nothing and ends as it would have.
+  if (!std::filesystem::exists(std::filesystem::path(job.config.output.dir) / kModelFile)) return plan;
   if (saved.stopped_early()) {
     plan.action = ResumePlan::Action::Finished;
     plan.line = fmt::format("{}: finished at step {} (stopped early by a callback in epoch {:g} of {}); nothing to train",

@@ -125,7 +125,7 @@ TEST_F(Cv, AStoppedCvResumesTheFoldItWasIn) {
   // One fold alone (a job array's task): the same model; the report waits for the other fold.
   auto one = test::run(test::trainrun("cv " + base + "output.save_every=2 output.dir=" + (dir / "one") + " --folds 2 --fold 1"));
   ASSERT_EQ(one.code, 0) << one.err;
-  EXPECT_EQ(test::read_file(out + "/fold-1/model.safetensors"), test::read_file(dir / "one/fold-1/model.safetensors"));
+  EXPECT_TRUE(test::read_file(out + "/fold-1/model.safetensors") == test::read_file(dir / "one/fold-1/model.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "one/fold-0"));
   EXPECT_FALSE(fs::exists(dir / "one/cv_report.json"));
   EXPECT_NE(one.out.find("the report waits for every fold"), std::string::npos) << one.out;

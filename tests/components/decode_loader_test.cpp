@@ -3,6 +3,7 @@
 // Every fixture is written by the test itself.
 #include "components/data/image.h"
 #include "components/data/loader/loader.h"
+#include "components/data/sources/image_files.h"
 #include "components/make_dataset.h"
 #include "test_util.h"
 

@@ -119,6 +119,27 @@ TEST_F(RunFolderReuse, SameJobResumesAnotherIsRefusedAFinishedOneTrainsNothing) 
 
 // A checkpoint written before the fingerprint existed (no "job" in trainrun_state.json) is
 // resumed as before.
+// Stopped during its last step (a Ctrl-C, a pre-emption), a run has a checkpoint at that step but
+// not its end: the final model.safetensors and summary. The same command again resumes, trains
+// nothing and writes them (it once said "finished" and left the run without its model).
+TEST_F(RunFolderReuse, AStopInTheLastStepIsResumedToTheRunsEnd) {
+  auto first = test::run("TRAINRUN_INTERRUPT_AT_STEP=8 " + test::trainrun(args()));
+  ASSERT_EQ(first.code, 130) << first.out << first.err;
+  ASSERT_TRUE(fs::exists(dir / "run/checkpoint-8/trainer_state.json"));
+  ASSERT_FALSE(fs::exists(dir / "run/model.safetensors"));
+  auto plan = check();
+  EXPECT_NE(plan.out.find("run folder: resume from " + (dir / "run/checkpoint-8") + " (step 8 of 8)"), std::string::npos)
+      << plan.out;
+  auto resumed = train();
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("Resuming from " + (dir / "run/checkpoint-8")), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("Training completed."), std::string::npos) << resumed.out;
+  EXPECT_TRUE(fs::exists(dir / "run/model.safetensors"));
+  EXPECT_NE(test::read_file(dir / "run/metrics.jsonl").find("train_runtime"), std::string::npos);
+  auto again = train();
+  EXPECT_EQ(again.out, dir / "run" + ": finished at step 8 (epoch 1 of 1); nothing to train\n");
+}
+
 TEST_F(RunFolderReuse, ACheckpointWithoutAFingerprintResumes) {
   auto first = test::run("TRAINRUN_INTERRUPT_AT_STEP=4 " + test::trainrun(args()));
   ASSERT_EQ(first.code, 130) << first.out << first.err;
