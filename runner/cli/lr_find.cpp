@@ -112,7 +112,7 @@ int cmd_lr_find(const std::vector<std::string>& args, const LrFindCommand& c, co
   const int64_t world_size = world ? world->world_size : job.config.world.world_size();
   fit_global_batch(job, world_size);
   preflight(job, world_size);
-  const fs::path output = fs::absolute(c.output.empty() ? fs::path(job.config.output.dir) / "lr_find" : fs::path(c.output));
+  const fs::path output = c.output.empty() ? fs::path(job.config.output.dir) / "lr_find" : fs::path(c.output);
   if (!world || world->rank == 0) check_output_folder(output.string());
   const std::string scratch = scratch_folder();
   make_test_job(job, scratch, o.steps, world_size);
@@ -121,7 +121,7 @@ int cmd_lr_find(const std::vector<std::string>& args, const LrFindCommand& c, co
     const auto level = spdlog::default_logger()->level();
     spdlog::default_logger()->set_level(spdlog::level::warn);  // the loop's own lines are about the scratch run
     try {
-      train(j, w, {finder});
+      train(j, w, {finder}, /*progress=*/false);
     } catch (const WorldFailure&) {
       finder->ended_by_nonfinite_loss();  // a nan/inf loss on some rank: every rank stopped at this step
     }

@@ -98,7 +98,8 @@ std::string as_markdown(const std::vector<std::vector<std::string>>& t) {
 }
 
 // One panel per swept key: the best metric of each run against the key's value (numbers on a
-// numeric axis, log where they span two decades; anything else as categories in the given order).
+// numeric axis, log where they span a decade, ticked at the values; anything else as categories
+// in the given order).
 Plot key_plot(const std::vector<Row>& rows, const SweptKey& key, std::size_t k, const std::string& metric) {
   Plot p;
   p.title = "best " + metric + " by " + key.key;
@@ -113,8 +114,9 @@ Plot key_plot(const std::vector<Row>& rows, const SweptKey& key, std::size_t k, 
     xs.push_back(x);
   }
   const double lo = *std::min_element(xs.begin(), xs.end()), hi = *std::max_element(xs.begin(), xs.end());
-  p.log_x = numeric && lo > 0 && hi / lo >= 100;
+  p.log_x = numeric && lo > 0 && hi / lo >= 10;
   if (!numeric) p.x_categories = key.values;
+  if (numeric) p.x_ticks = xs, p.x_tick_labels = key.values;
   PlotSeries s{"", {}, {}, {30, 110, 200}, /*line=*/false};
   for (const Row& r : rows) {
     if (!r.results.best) continue;

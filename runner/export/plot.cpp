@@ -44,6 +44,8 @@ Frame frame_of(const Plot& plot, int width, int height) {
     }
   if (!plot.x_categories.empty()) f.x0 = -0.5, f.x1 = double(plot.x_categories.size()) - 0.5;
   if (f.x1 == f.x0) f.x0 -= 0.5, f.x1 += 0.5;
+  const double x_pad = plot.x_categories.empty() ? (f.x1 - f.x0) * 0.04 : 0;
+  f.x0 -= x_pad, f.x1 += x_pad;
   if (f.y1 == f.y0) f.y0 -= 0.5, f.y1 += 0.5;
   const double pad = (f.y1 - f.y0) * 0.05;
   f.y0 -= pad, f.y1 += pad;
@@ -65,6 +67,9 @@ void draw_axes(cv::Mat& img, const Plot& plot, const Frame& f) {
   };
   if (!plot.x_categories.empty()) {
     for (std::size_t i = 0; i < plot.x_categories.size(); ++i) tick(double(i), plot.x_categories[i]);
+  } else if (!plot.x_ticks.empty()) {
+    for (std::size_t i = 0; i < plot.x_ticks.size() && i < plot.x_tick_labels.size(); ++i)
+      tick(f.fx(plot.x_ticks[i]), plot.x_tick_labels[i]);
   } else if (f.log_x) {
     for (double e = std::ceil(f.x0); e <= f.x1; ++e) tick(e, fmt::format("1e{:.0f}", e));
   } else {

@@ -28,6 +28,9 @@ struct Plot {
   bool log_x = false;
   // When set, x values are indices into these, printed as the ticks (a sweep's non-numeric values).
   std::vector<std::string> x_categories;
+  // Ticks at these x values with these labels (a sweep's values as written), instead of evenly spaced ones.
+  std::vector<double> x_ticks;
+  std::vector<std::string> x_tick_labels;
   std::vector<PlotSeries> series;
   std::vector<PlotMarker> markers;
 };

@@ -66,6 +66,12 @@ LrSuggestions suggest_lrs(const LrFindCurve& curve, int64_t steps) {
   return out;
 }
 
+void LrFinder::on_train_begin(Trainer& t, TrainerControl&) { bar_.emplace(o_.steps, 0, t.is_main_process()); }
+
+void LrFinder::on_train_end(Trainer&, TrainerControl&) {
+  if (bar_) bar_->close();
+}
+
 void LrFinder::on_step_begin(Trainer& t, TrainerControl&) {
   lr_ = lr_find_lr(o_, step_);
   // The groups keep their ratios (layer decay, a freeze rule's lr_scale): each is set to lr_ x its
@@ -87,6 +93,7 @@ void LrFinder::on_before_backward(Trainer&, const TrainBatch&, StepOutput& out) 
 void LrFinder::on_step_end(Trainer& t, TrainerControl& control) {
   const double loss = t.accelerator().mean(loss_sum_ / double(std::max<int64_t>(micro_batches_, 1)));
   ++step_;
+  if (bar_) bar_->update(step_);
   if (recorder_.add(lr_, loss)) control.should_training_stop = true;
 }
 

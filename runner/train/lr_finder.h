@@ -15,6 +15,7 @@
 #pragma once
 
 #include "components/callbacks/callback.h"
+#include "support/progress.h"
 
 #include <cmath>
 #include <cstdint>
@@ -74,9 +75,11 @@ LrSuggestions suggest_lrs(const LrFindCurve& curve, int64_t steps);
 class LrFinder : public Callback {
  public:
   explicit LrFinder(LrFindOptions o) : o_(o), recorder_(o) {}
+  void on_train_begin(Trainer& t, TrainerControl&) override;
   void on_step_begin(Trainer& t, TrainerControl&) override;
   void on_before_backward(Trainer& t, const TrainBatch&, StepOutput& out) override;
   void on_step_end(Trainer& t, TrainerControl& control) override;
+  void on_train_end(Trainer&, TrainerControl&) override;
   // The step in progress had a nan/inf loss on some rank: it ends the curve.
   void ended_by_nonfinite_loss();
   const LrFindCurve& curve() const { return recorder_.curve(); }
@@ -84,6 +87,7 @@ class LrFinder : public Callback {
  private:
   LrFindOptions o_;
   LrFindRecorder recorder_;
+  std::optional<Progress> bar_;  // the test's steps, on rank 0
   int64_t step_ = 0;
   double lr_ = 0, loss_sum_ = 0;
   int64_t micro_batches_ = 0;

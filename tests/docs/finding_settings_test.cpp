@@ -18,10 +18,10 @@ namespace fs = std::filesystem;
 
 constexpr const char* kSmall = " data.max_train_samples=1000 data.max_eval_samples=200";
 
-// A line with every number (and the run's timings) written as N.
+// A line with every number written as N and each run of spaces as one (tables align by width).
 std::string shape(const std::string& line) {
-  static const std::regex number(R"(-?\d+(\.\d+)?(e[-+]?\d+)?)");
-  std::string s = std::regex_replace(line, number, "N");
+  static const std::regex number(R"(-?\d+(\.\d+)?(e[-+]?\d+)?)"), spaces(" +");
+  std::string s = std::regex_replace(std::regex_replace(line, number, "N"), spaces, " ");
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
 }

@@ -31,12 +31,14 @@ std::shared_ptr<Callback> checkpoint_callback(const CheckpointOptions& output);
 // ema.cpp: train.ema, timm's ModelEmaV3 (model_ema.safetensors, eval_ema_*).
 std::shared_ptr<Callback> ema_callback(const EmaOptions& options);
 
-// The built-in ones above, then the recipe's (registered callbacks, e.g. early_stopping).
-std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job);
+// The built-in ones above, then the recipe's (registered callbacks, e.g. early_stopping);
+// without the progress bar when `progress` is false (lr-find draws its own).
+std::vector<std::shared_ptr<Callback>> all_callbacks(const Job& job, bool progress = true);
 
 // Trains as the recipe says, as one rank of `world`, with all_callbacks(job) and then `extra`
 // (the Hub pusher of output.push_to_hub, which lives above this layer); rank 0 writes the run
 // folder. Returns the last evaluation.
-EvalResult train(Job& job, const WorldInfo& world, const std::vector<std::shared_ptr<Callback>>& extra = {});
+EvalResult train(Job& job, const WorldInfo& world, const std::vector<std::shared_ptr<Callback>>& extra = {},
+                 bool progress = true);
 
 }  // namespace trainrun
