@@ -21,7 +21,7 @@ class Sweep : public ::testing::Test {
   }
   test::TempDir dir;
   std::string base = test::source("recipes/quickstart.yaml") +
-                     " data.max_train_samples=512 data.max_eval_samples=256 data.workers=0 world.nproc_per_node=1 "
+                     " data.max_train_samples=256 data.max_eval_samples=128 data.workers=0 world.nproc_per_node=1 "
                      "world.threads_per_proc=1 train.log_every_steps=4 ";
 };
 

@@ -16,7 +16,7 @@ namespace finding_settings_page {  // named: the unity build shares anonymous na
 
 namespace fs = std::filesystem;
 
-constexpr const char* kSmall = " data.max_train_samples=1000 data.max_eval_samples=200";
+constexpr const char* kSmall = " data.max_train_samples=500 data.max_eval_samples=100";
 
 // A line with every number written as N and each run of spaces as one (tables align by width).
 std::string shape(const std::string& line) {
