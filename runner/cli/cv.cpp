@@ -10,6 +10,7 @@
 #include "components/callbacks/checkpoint_format.h"
 #include "components/data/folds.h"
 #include "components/data/loader/loader.h"
+#include "runner/cli/predict_files.h"
 #include "runner/cli/sub_runs.h"
 #include "runner/io/run_results.h"
 #include "runner/io/weights.h"
@@ -106,8 +107,8 @@ void add_oof_rows(const CvSetup& s, int64_t f, std::map<std::size_t, std::string
   for (std::size_t i = 0; i < held_out.size(); ++i) {
     const std::size_t index = held_out.base_index(i);
     const auto file = held_out.source_file(i);
-    std::string row = fmt::format("{},{},{},{}", index, file ? *file : "#" + std::to_string(index),
-                                  classes.at(std::size_t(held_out.label(i))), f);
+    std::string row = fmt::format("{},{},{},{}", index, csv_cell(file ? *file : "#" + std::to_string(index)),
+                                  csv_cell(classes.at(std::size_t(held_out.label(i)))), f);
     for (int64_t c = 0; c < scores.size(1); ++c) row += fmt::format(",{:.6g}", scores[int64_t(i)][c].item<float>());
     rows[index] = row;
   }
@@ -155,7 +156,7 @@ void write_report(const CvSetup& s) {
                                {"mean", mean},           {"std", std_dev},               {"oof_predictions", "oof_predictions.csv"}};
   write_file_atomic(s.dir / "cv_report.json", report.dump(2) + "\n");
   std::string csv = "index,image,label,fold";
-  for (const std::string& c : classes) csv += ",score_" + c;
+  for (const std::string& c : classes) csv += "," + csv_cell("score_" + c);
   csv += "\n";
   for (const auto& [index, row] : rows) csv += row + "\n";
   write_file_atomic(s.dir / "oof_predictions.csv", csv);

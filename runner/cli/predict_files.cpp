@@ -67,14 +67,6 @@ std::vector<std::string> glob_matches(const std::string& pattern) {
   return paths;
 }
 
-// pandas' to_csv (csv.QUOTE_MINIMAL): a cell holding a comma, a quote or a line break is quoted.
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 std::string csv_text(const std::vector<TopK>& rows, int64_t k) {
   std::string text = "filename";
   for (const char* column : {"index", "label", "prob"})
@@ -105,6 +97,13 @@ std::string jsonl_text(const std::vector<TopK>& rows, int64_t k) {
 }
 
 }  // namespace
+
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
 
 std::vector<std::string> image_files(const std::vector<std::string>& args) {
   std::vector<std::string> files;

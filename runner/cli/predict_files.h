@@ -31,4 +31,8 @@ void check_results_file(const std::string& path);
 // a JSON line lists them (its json-records); with k = 1 each is one value.
 void write_results(const std::string& path, const std::vector<TopK>& rows, int64_t k);
 
+// A CSV cell as pandas' to_csv writes it (csv.QUOTE_MINIMAL): quoted when it holds a comma, a
+// quote or a line break (predict's results, sweep's report, cv's out-of-fold scores).
+std::string csv_cell(const std::string& text);
+
 }  // namespace trainrun::cli

@@ -1,5 +1,7 @@
 #include "runner/cli/sweep_report.h"
 
+#include "runner/cli/predict_files.h"
+
 #include "runner/export/plot.h"
 #include "runner/io/run_results.h"
 #include "support/durable_file.h"
@@ -66,17 +68,10 @@ std::vector<std::vector<std::string>> table(const std::vector<Row>& rows, const 
   return out;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 std::string as_csv(const std::vector<std::vector<std::string>>& t) {
   std::string out;
   for (const auto& line : t) {
-    for (std::size_t i = 0; i < line.size(); ++i) out += (i ? "," : "") + csv_field(line[i]);
+    for (std::size_t i = 0; i < line.size(); ++i) out += (i ? "," : "") + csv_cell(line[i]);
     out += "\n";
   }
   return out;
