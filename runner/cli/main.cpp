@@ -89,6 +89,38 @@ void add_push(CLI::App& app, Options& o) {
   o.pusher->add_option("--license", o.push.license, "the model card's license, a Hub license id (default: other)");
 }
 
+void add_export(CLI::App& app, Options& o) {
+  o.exporter = app.add_subcommand("export", "write a checkpoint's model as TorchScript or ONNX, with its preprocessing and labels");
+  o.exporter->add_option("recipe", o.export_args, "RECIPE.yaml [key.path=value ...]")->required();
+  o.exporter->add_option("--checkpoint", o.checkpoint, "checkpoint or run folder, or .safetensors file")->required();
+  o.exporter->add_option("--format", o.format,
+                         "torchscript | onnx | hub (the files of a Hugging Face Hub model repository, as timm's "
+                         "push_to_hf_hub lays them out, with a model card)")
+      ->required();
+  o.exporter->add_option("--output", o.output,
+                         "the file to write (default: beside the weights, model.pt / model.onnx), or hub's folder "
+                         "(new or empty; default: hub/ beside the weights)");
+  o.exporter->add_option("--repo", o.repo, "hub: the repository ORG/NAME the model card's snippets load from "
+                                           "(default: local-dir:FOLDER)");
+  o.exporter->add_option("--license", o.license, "hub: the model card's license, a Hub license id (default: other)");
+  o.exporter->add_flag("--ema", o.ema, std::string("the EMA weights (") + kEmaModelFile + " of a checkpoint or run folder)");
+}
+
+void add_shards(CLI::App& app, Options& o) {
+  o.shards = app.add_subcommand("shards", "write the recipe's data.dataset as WebDataset tar shards, with sizes.json and classes.txt");
+  o.shards->add_option("recipe", o.shards_args, "RECIPE.yaml [key.path=value ...]")->required();
+  o.shards->add_option("--output", o.output, "the folder to write (new or empty): train-000000.tar ..., "
+                                             "<eval split>-000000.tar ..., sizes.json, classes.txt")
+      ->required();
+  o.shards->add_option("--max-count", o.max_count, "samples per shard at most (default 100000, as webdataset's ShardWriter)")
+      ->check(CLI::PositiveNumber);
+  o.shards->add_option("--max-size", o.max_size,
+                       "bytes per shard file at most: 256MB, 1GB, 512KB (powers of 1000), 1GiB, or a number (default "
+                       "3e9, as ShardWriter); a larger sample gets a shard of its own");
+  o.shards->add_option("--seed", o.seed, "the sample order: torch.randperm(n) seeded with it (default 0)");
+  o.shards->add_flag("--no-shuffle", o.no_shuffle, "keep the dataset's order (a class-sorted folder makes one-class shards)");
+}
+
 void add_lr_find(CLI::App& app, Options& o) {
   o.lr_finder = app.add_subcommand("lr-find", "the learning-rate range test (fastai's lr_find) on the recipe's model, data, "
                                               "optimizer and world: lr_find.csv, lr_find.png and suggested rates");
@@ -160,35 +192,11 @@ void add_commands(CLI::App& app, Options& o) {
   o.predict->add_option("--output", o.output,
                         "also write every image's top k to FILE.csv or FILE.jsonl, in the columns of timm's "
                         "inference.py (filename, index, label, prob)");
-  o.exporter = app.add_subcommand("export", "write a checkpoint's model as TorchScript or ONNX, with its preprocessing and labels");
-  o.exporter->add_option("recipe", o.export_args, "RECIPE.yaml [key.path=value ...]")->required();
-  o.exporter->add_option("--checkpoint", o.checkpoint, "checkpoint or run folder, or .safetensors file")->required();
-  o.exporter->add_option("--format", o.format,
-                         "torchscript | onnx | hub (the files of a Hugging Face Hub model repository, as timm's "
-                         "push_to_hf_hub lays them out, with a model card)")
-      ->required();
-  o.exporter->add_option("--output", o.output,
-                         "the file to write (default: beside the weights, model.pt / model.onnx), or hub's folder "
-                         "(new or empty; default: hub/ beside the weights)");
-  o.exporter->add_option("--repo", o.repo, "hub: the repository ORG/NAME the model card's snippets load from "
-                                           "(default: local-dir:FOLDER)");
-  o.exporter->add_option("--license", o.license, "hub: the model card's license, a Hub license id (default: other)");
-  o.exporter->add_flag("--ema", o.ema, std::string("the EMA weights (") + kEmaModelFile + " of a checkpoint or run folder)");
+  add_export(app, o);
   add_push(app, o);
   add_lr_find(app, o);
   add_sweep_and_cv(app, o);
-  o.shards = app.add_subcommand("shards", "write the recipe's data.dataset as WebDataset tar shards, with sizes.json and classes.txt");
-  o.shards->add_option("recipe", o.shards_args, "RECIPE.yaml [key.path=value ...]")->required();
-  o.shards->add_option("--output", o.output, "the folder to write (new or empty): train-000000.tar ..., "
-                                             "<eval split>-000000.tar ..., sizes.json, classes.txt")
-      ->required();
-  o.shards->add_option("--max-count", o.max_count, "samples per shard at most (default 100000, as webdataset's ShardWriter)")
-      ->check(CLI::PositiveNumber);
-  o.shards->add_option("--max-size", o.max_size,
-                       "bytes per shard file at most: 256MB, 1GB, 512KB (powers of 1000), 1GiB, or a number (default "
-                       "3e9, as ShardWriter); a larger sample gets a shard of its own");
-  o.shards->add_option("--seed", o.seed, "the sample order: torch.randperm(n) seeded with it (default 0)");
-  o.shards->add_flag("--no-shuffle", o.no_shuffle, "keep the dataset's order (a class-sorted folder makes one-class shards)");
+  add_shards(app, o);
   o.list = app.add_subcommand("list", "what the registries hold");
   std::string kind_names;  // the registries' kinds, not a list kept here
   for (auto& [name, _] : kinds()) kind_names += (kind_names.empty() ? "" : " | ") + name;
