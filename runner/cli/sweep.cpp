@@ -117,7 +117,7 @@ int run_all(const SweepSetup& s, int64_t parallel, json& state, std::map<std::st
   while (next < s.runs.size() || !running.empty()) {
     if (next < s.runs.size() && int64_t(running.size()) < parallel && !children.stopping()) {
       const SweepRun& run = s.runs[next++];
-      const json& recorded = state["runs"].contains(run.folder) ? state["runs"][run.folder] : json();
+      const json recorded = state["runs"].contains(run.folder) ? state["runs"][run.folder] : json();
       if (recorded.is_object() && recorded.value("exit", -1) == 0 && recorded["args"] == json(child_args(s, run))) {
         codes[run.folder] = 0;
         spdlog::info("sweep: run {} of {}: {}: finished in an earlier session; skipped", run.number + 1, s.runs.size(), run.folder);
