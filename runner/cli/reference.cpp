@@ -96,7 +96,8 @@ std::vector<Section> recipe_sections() {
                    prose(doc_of_key(name)) + " (`trainrun describe recipe/" + name + "`)."});
   std::vector<std::pair<std::string, const Schema*>> holders;
   for (auto& s : out) holders.push_back({s.path, s.schema});
-  for (auto& p : section_schema("").params()) {
+  const Schema& top = section_schema("");  // a reference to the registry's schema (g++ 14 cannot tell)
+  for (auto& p : top.params()) {
     auto kind = kinds().find(p.name + "s");
     if (p.type != Type::Map || kind == kinds().end()) continue;
     for (auto* e : kind->second->entries()) holders.push_back({p.name, &e->schema});

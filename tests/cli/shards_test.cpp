@@ -244,7 +244,9 @@ TEST(Shards, MaxCountAndMaxSizeStartNewShards) {
     for (auto& m : shard["members"]) members += member_bytes(m);
     EXPECT_EQ(bytes, file_bytes(members)) << shards[s];
     if (samples == 1 && bytes > 30000) big_alone = true;
-    if (samples > 1) EXPECT_LE(bytes, 30000) << shards[s];
+    if (samples > 1) {
+      EXPECT_LE(bytes, 30000) << shards[s];
+    }
     if (s + 1 < shards.size()) {
       const json& next = read["shards"][shards[s + 1]]["members"];
       EXPECT_GT(file_bytes(members + member_bytes(next[0]) + member_bytes(next[1])), 30000)
