@@ -102,6 +102,7 @@ void add_oof_rows(const CvSetup& s, int64_t f, std::map<std::size_t, std::string
   DataLoader loader(job.data.eval, job.eval_transforms, loader_options(job, /*train=*/false));
   Accelerator acc(WorldInfo{}, accelerator_options(job));
   const at::Tensor scores = predict_scores(*job.model, loader, job, acc).contiguous();
+  const auto score = scores.accessor<float, 2>();
   const auto& held_out = dynamic_cast<const IndexSubset&>(*job.data.eval);
   classes = job.data.classes;
   for (std::size_t i = 0; i < held_out.size(); ++i) {
@@ -109,7 +110,7 @@ void add_oof_rows(const CvSetup& s, int64_t f, std::map<std::size_t, std::string
     const auto file = held_out.source_file(i);
     std::string row = fmt::format("{},{},{},{}", index, csv_cell(file ? *file : "#" + std::to_string(index)),
                                   csv_cell(classes.at(std::size_t(held_out.label(i)))), f);
-    for (int64_t c = 0; c < scores.size(1); ++c) row += fmt::format(",{:.6g}", scores[int64_t(i)][c].item<float>());
+    for (int64_t c = 0; c < scores.size(1); ++c) row += fmt::format(",{:.6g}", score[int64_t(i)][c]);
     rows[index] = row;
   }
 }
@@ -117,8 +118,7 @@ void add_oof_rows(const CvSetup& s, int64_t f, std::map<std::size_t, std::string
 ordered_json fold_figures(const RunResults& r, int64_t fold) {
   ordered_json j = {{"fold", fold}};
   for (const auto& [k, v] : r.last_eval)
-    if (k == "eval_examples") j[k] = int64_t(v);
-    else if (k.find("runtime") == std::string::npos && k.find("per_second") == std::string::npos) j[k] = v;
+    j[k] = k == "eval_examples" ? ordered_json(int64_t(v)) : ordered_json(v);
   return j;
 }
 

@@ -35,8 +35,7 @@ std::string status_of(const std::map<std::string, int>& codes, const SweepRun& r
 std::vector<std::string> figure_columns(const std::vector<Row>& rows) {
   std::set<std::string> keys;
   for (const Row& r : rows)
-    for (const auto& [k, v] : r.results.last_eval)
-      if (k.find("runtime") == std::string::npos && k.find("per_second") == std::string::npos) keys.insert(k);
+    for (const auto& [k, v] : r.results.last_eval) keys.insert(k);
   return {keys.begin(), keys.end()};
 }
 

@@ -22,7 +22,9 @@ RunResults read_run_results(const std::string& run_dir, const std::string& metri
     if (!line.contains("eval_loss")) continue;
     r.last_eval.clear();
     for (const auto& [key, value] : line.items())
-      if (key.rfind("eval_", 0) == 0 && value.is_number()) r.last_eval[key] = value.get<double>();
+      if (key.rfind("eval_", 0) == 0 && value.is_number() && key.find("runtime") == std::string::npos &&
+          key.find("per_second") == std::string::npos)
+        r.last_eval[key] = value.get<double>();
     if (!line.contains(metric) || !line[metric].is_number()) continue;
     const double v = line[metric].get<double>();
     if (!r.best || (greater_is_better ? v > *r.best : v < *r.best)) r.best = v, r.best_step = r.step;

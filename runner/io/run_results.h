@@ -13,7 +13,7 @@ namespace trainrun {
 struct RunResults {
   bool finished = false;                      // the end-of-training line (train_runtime) is there
   int64_t step = 0;                           // the last line's step
-  std::map<std::string, double> last_eval;    // the last evaluation line's eval_* values
+  std::map<std::string, double> last_eval;    // the last evaluation line's eval_* figures (not its timings)
   std::optional<double> best;                 // of `metric` over the evaluations
   int64_t best_step = 0;
   std::optional<double> train_loss;           // the end-of-training line's

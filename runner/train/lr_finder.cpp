@@ -76,22 +76,29 @@ void LrFinder::on_step_begin(Trainer& t, TrainerControl&) {
   lr_ = lr_find_lr(o_, step_);
   // The groups keep their ratios (layer decay, a freeze rule's lr_scale): each is set to lr_ x its
   // base lr / the largest base lr, so the largest group's lr is the curve's, as fastai records
-  // the last group's (the head's) lr.
-  const std::vector<double> base = t.parts().scheduler.state()["base_lrs"].get<std::vector<double>>();
-  const double largest = base.empty() ? 1.0 : *std::max_element(base.begin(), base.end());
+  // the last group's (the head's) lr. Read again only when a group joins (gradual unfreezing).
   auto& groups = t.optimizer().param_groups();
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    groups[g].options().set_lr(lr_ * (g < base.size() && largest > 0 ? base[g] / largest : 1.0));
-  loss_sum_ = 0, micro_batches_ = 0;
+  if (ratios_.size() != groups.size()) {
+    const auto base = t.parts().scheduler.state()["base_lrs"].get<std::vector<double>>();
+    const double largest = base.empty() ? 1.0 : *std::max_element(base.begin(), base.end());
+    ratios_.assign(groups.size(), 1.0);
+    for (std::size_t g = 0; g < groups.size() && g < base.size(); ++g)
+      if (largest > 0) ratios_[g] = base[g] / largest;
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(lr_ * ratios_[g]);
+  loss_sum_ = at::Tensor(), micro_batches_ = 0;
 }
 
 void LrFinder::on_before_backward(Trainer&, const TrainBatch&, StepOutput& out) {
-  loss_sum_ += out.loss.detach().item<double>();
+  // Summed on the device: one host read a step (on_step_end), not one a micro-batch.
+  const at::Tensor loss = out.loss.detach().to(at::kDouble);
+  loss_sum_ = loss_sum_.defined() ? loss_sum_ + loss : loss;
   ++micro_batches_;
 }
 
 void LrFinder::on_step_end(Trainer& t, TrainerControl& control) {
-  const double loss = t.accelerator().mean(loss_sum_ / double(std::max<int64_t>(micro_batches_, 1)));
+  const double local = loss_sum_.defined() ? loss_sum_.item<double>() : 0.0;
+  const double loss = t.accelerator().mean(local / double(std::max<int64_t>(micro_batches_, 1)));
   ++step_;
   if (bar_) bar_->update(step_);
   if (recorder_.add(lr_, loss)) control.should_training_stop = true;

@@ -88,8 +88,10 @@ class LrFinder : public Callback {
   LrFindOptions o_;
   LrFindRecorder recorder_;
   std::optional<Progress> bar_;  // the test's steps, on rank 0
+  std::vector<double> ratios_;  // each group's lr / the curve's
   int64_t step_ = 0;
-  double lr_ = 0, loss_sum_ = 0;
+  double lr_ = 0;
+  at::Tensor loss_sum_;  // this step's micro-batch losses, on the device
   int64_t micro_batches_ = 0;
 };
 
