@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace trainrun {
 namespace {
 
@@ -89,6 +91,57 @@ TEST(Suite, EveryHeavyGroupNamesTestsOfTheSuite) {
   const auto names = ctest_names();
   for (const auto& [line, pattern] : lines_of("tests/heavy_tests.txt"))
     EXPECT_TRUE(matches_a_test(pattern, names)) << "tests/heavy_tests.txt:" << line << ": " << pattern << " matches no test";
+}
+
+// Each test of this binary, as `Suite.Name`, from its own --gtest_list_tests.
+std::vector<std::string> gtest_names() {
+  const test::RunResult r = test::run("'/proc/" + std::to_string(::getpid()) + "/exe' --gtest_list_tests");
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> names;
+  std::istringstream in(r.out);
+  std::string suite;
+  for (std::string s; std::getline(in, s);) {
+    if (s.rfind("  ", 0) == 0) names.push_back(suite + s.substr(2, s.find(' ', 2) - 2));
+    else if (!s.empty() && s.back() == '.') suite = s;
+  }
+  return names;
+}
+
+// tests/batched_tests.cmake runs the light tests a gtest suite to a process: every test of the
+// binary is in exactly one ctest test's --gtest_filter (a `Suite.*` or a list of names), a test of
+// tests/heavy_tests.txt alone under its own name.
+TEST(Suite, EveryTestRunsInExactlyOneCtestTest) {
+  const test::RunResult r = test::run(std::string("cd '") + TRAINRUN_BUILD_DIR + "' && '" + TRAINRUN_CTEST +
+                                      "' --show-only=json-v1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto all = gtest_names();
+  ASSERT_GT(all.size(), 100u);
+  std::map<std::string, int> runs;
+  std::set<std::string> alone;  // the filters of ctest tests that run one test
+  const auto listing = nlohmann::json::parse(r.out);
+  for (const auto& t : listing["tests"]) {
+    if (!t.contains("command")) continue;
+    std::string filter;
+    for (const auto& arg : t["command"])
+      if (arg.get<std::string>().rfind("--gtest_filter=", 0) == 0) filter = arg.get<std::string>().substr(15);
+    if (t["command"][0].get<std::string>().find("trainrun_gpu_tests") != std::string::npos) continue;
+    std::istringstream parts(filter);
+    for (std::string part; std::getline(parts, part, ':');) {
+      if (part.size() > 2 && part.compare(part.size() - 2, 2, ".*") == 0) {
+        for (const auto& n : all)
+          if (n.rfind(part.substr(0, part.size() - 1), 0) == 0) ++runs[n];
+      } else {
+        ++runs[part];
+      }
+    }
+    if (filter.find_first_of(":*") == std::string::npos) alone.insert(filter);
+  }
+  for (const auto& n : all) EXPECT_EQ(runs[n], 1) << n << " runs in " << runs[n] << " ctest tests";
+  EXPECT_EQ(runs.size(), all.size()) << "a filter names a test the binary lacks";
+  for (const auto& [line, pattern] : lines_of("tests/heavy_tests.txt"))
+    for (const auto& n : all)
+      if (std::regex_search(n, std::regex(pattern)))
+        EXPECT_TRUE(alone.count(n)) << n << " (tests/heavy_tests.txt:" << line << ") is not alone";
 }
 
 }  // namespace
