@@ -90,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::harness_step("removing trainrun_state.json", [&] { fs::remove(folder / kResumeFile); });
   LoopSums sums;
   fuzz::expect_only<CheckpointError, WeightsError>([&] {
-    TrainerState state = load_checkpoint(folder.string(), p.parts, sums, p.acc);
+    TrainerState state = load_checkpoint(folder.string(), p.parts, sums, p.acc, /*seed=*/0);
     if (state.global_step < 0 || state.epoch_index < 0 || state.batches_in_epoch < 0 || state.world_size < 1 ||
         p.scheduler->steps_done() < 0) {
       std::fprintf(stderr, "finding: accepted global_step %lld, epoch_index %lld, batches_in_epoch %lld, world_size "
