@@ -4,7 +4,7 @@
 # test, named as gtest_discover_tests names it (`Group.Name`, `Prefix/Group.Name/param  # GetParam()
 # = ...`); the other tests of a gtest suite run together in one process, a ctest test named
 # `Suite.*` (`Suite.*#2` and on where a suite has more than kBatch of them). Every test process
-# first spends ~0.9 s loading LibTorch and running its static initialisers; run one by one, the
+# first spends ~0.65 s loading LibTorch and running its static initialisers; run one by one, the
 # light tests spent more time there than in their bodies. One test of a batch alone:
 # `build/tests/trainrun_tests --gtest_filter=Suite.Name`; every test alone, as ctest tests of their
 # own: TRAINRUN_TESTS_ONE_BY_ONE=1 ctest ...
