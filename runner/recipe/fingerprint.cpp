@@ -20,7 +20,7 @@ constexpr const char* kDatasetLeftOut[] = {"download", "cache_dir", "retries", "
 constexpr const char* kTrainKept[] = {"loss", "max_grad_norm", "bn_eval", "unfreeze_at_epoch", "ema"};
 
 // A YAML scalar as the number, boolean or null it means, so that 1.0e-3 and 0.001 are one value.
-ordered_json scalar(const YAML::Node& node) {
+ordered_json json_scalar(const YAML::Node& node) {
   const std::string& s = node.Scalar();
   if (node.Tag() == "!") return s;  // quoted in the recipe: a string, whatever it looks like
   if (s == "true" || s == "True" || s == "TRUE") return true;
@@ -39,7 +39,7 @@ ordered_json scalar(const YAML::Node& node) {
 
 ordered_json to_json(const YAML::Node& node) {
   if (!node || node.IsNull()) return nullptr;
-  if (node.IsScalar()) return scalar(node);
+  if (node.IsScalar()) return json_scalar(node);
   if (node.IsSequence()) {
     ordered_json out = ordered_json::array();
     for (const auto& item : node) out.push_back(to_json(item));
