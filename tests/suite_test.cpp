@@ -39,7 +39,7 @@ std::vector<std::string> ctest_names() {
 std::string group_of(const std::string& name) { return name.substr(0, name.find_first_of("./")); }
 
 // The lines of a list, comments and blank lines skipped, each with its line number.
-std::vector<std::pair<int, std::string>> lines_of(const std::string& file) {
+std::vector<std::pair<int, std::string>> numbered_lines(const std::string& file) {
   std::ifstream in(test::source(file));
   EXPECT_TRUE(in.good()) << file;
   std::vector<std::pair<int, std::string>> lines;
@@ -62,7 +62,7 @@ void expect_every_group_placed(const std::string& file, const std::set<std::stri
   std::set<std::string> groups;
   for (const auto& n : names) groups.insert(group_of(n));
   std::map<std::string, std::string> placed;  // group -> "run" or "leave"
-  for (const auto& [line, text] : lines_of(file)) {
+  for (const auto& [line, text] : numbered_lines(file)) {
     std::istringstream words(text);
     std::string kind, word;
     words >> kind;
@@ -89,7 +89,7 @@ TEST(Suite, EveryTestIsPlacedInTheAsanRun) {
 
 TEST(Suite, EveryHeavyGroupNamesTestsOfTheSuite) {
   const auto names = ctest_names();
-  for (const auto& [line, pattern] : lines_of("tests/heavy_tests.txt"))
+  for (const auto& [line, pattern] : numbered_lines("tests/heavy_tests.txt"))
     EXPECT_TRUE(matches_a_test(pattern, names)) << "tests/heavy_tests.txt:" << line << ": " << pattern << " matches no test";
 }
 
@@ -138,7 +138,7 @@ TEST(Suite, EveryTestRunsInExactlyOneCtestTest) {
   }
   for (const auto& n : all) EXPECT_EQ(runs[n], 1) << n << " runs in " << runs[n] << " ctest tests";
   EXPECT_EQ(runs.size(), all.size()) << "a filter names a test the binary lacks";
-  for (const auto& [line, pattern] : lines_of("tests/heavy_tests.txt")) {
+  for (const auto& [line, pattern] : numbered_lines("tests/heavy_tests.txt")) {
     const std::regex heavy(pattern);
     for (const auto& n : all)
       if (std::regex_search(n, heavy))

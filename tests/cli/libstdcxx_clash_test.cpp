@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 // std::filesystem::remove_all(const path&, std::error_code&): where trainrun crashed.
 constexpr const char* kRemoveAll = "_ZNSt10filesystem10remove_allERKNS_7__cxx114pathERSt10error_code";
 
-std::set<std::string> lines_of(const std::string& text) {
+std::set<std::string> line_set(const std::string& text) {
   std::set<std::string> out;
   std::istringstream in(text);
   for (std::string s; std::getline(in, s);)
@@ -41,7 +41,7 @@ std::set<std::string> lines_of(const std::string& text) {
 
 // The functions `file` imports (nm's mangled names without their @version).
 std::set<std::string> imported_symbols(const std::string& file) {
-  return lines_of(test::run("nm -D --undefined-only " + file + " | awk '{print $2}' | sed 's/@.*//'").out);
+  return line_set(test::run("nm -D --undefined-only " + file + " | awk '{print $2}' | sed 's/@.*//'").out);
 }
 
 bool is_filesystem(const std::string& symbol) {
@@ -70,7 +70,7 @@ class LibstdcxxClash : public ::testing::Test {
     torch_cpu = needed_entry(binary, "libtorch_cpu.so");
     ASSERT_FALSE(torch_cpu.empty()) << binary << " does not name libtorch_cpu.so: the test's premise";
     ASSERT_FALSE(core.empty());
-    const auto wheel = lines_of(test::read_file(test::source("tests/data/libtorch_cpu_libstdcxx_exports.txt")));
+    const auto wheel = line_set(test::read_file(test::source("tests/data/libtorch_cpu_libstdcxx_exports.txt")));
     ASSERT_EQ(wheel.size(), 156u);
     for (const std::string& file : {binary, core, std::string(CSV_LOGGER_PLUGIN)})
       for (const auto& s : imported_symbols(file))
