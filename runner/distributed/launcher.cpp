@@ -164,6 +164,13 @@ std::vector<pid_t> start_workers(const std::vector<std::string>& argv, const Lau
   return pids;
 }
 
+// Which of two failures reaped in the same poll names the run's cause: a rank killed by a
+// signal over one that exited with an error, as a rank that loses its peer exits 1 within
+// milliseconds of the peer's death and the order waitpid hands back two zombies is arbitrary.
+bool names_the_cause_before(int status, const Outcome& other) {
+  return other.failed_rank < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(other.status));
+}
+
 // Waits for every worker; the first that failed (its rank and status). After a failure the
 // others get the process-group timeout to notice, then are killed.
 Outcome wait_for_workers(std::vector<pid_t> pids, const WorldConfig& w) {
@@ -172,26 +179,27 @@ Outcome wait_for_workers(std::vector<pid_t> pids, const WorldConfig& w) {
   auto failed_at = std::chrono::steady_clock::time_point::max();
   auto grace = std::chrono::seconds(int64_t(w.timeout_s) + 10);
   while (alive > 0) {
+    // Every worker that has ended by now, before one is named the cause.
+    Outcome round;
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) {
-      if (std::chrono::steady_clock::now() - failed_at > grace)
-        for (pid_t p : pids)
-          if (p > 0) ::kill(p, SIGKILL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
-    }
-    for (std::size_t i = 0; i < pids.size(); ++i) {
-      if (pids[i] != pid) continue;
-      pids[i] = -1;
-      --alive;
-      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && out.failed_rank < 0) {
-        out.failed_rank = int(w.node_rank * w.nproc_per_node + int64_t(i));
-        out.status = status;
-        failed_at = std::chrono::steady_clock::now();
+    for (pid_t pid; alive > 0 && (pid = ::waitpid(-1, &status, WNOHANG)) > 0;)
+      for (std::size_t i = 0; i < pids.size(); ++i) {
+        if (pids[i] != pid) continue;
+        pids[i] = -1;
+        --alive;
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok && names_the_cause_before(status, round))
+          round = Outcome{int(w.node_rank * w.nproc_per_node + int64_t(i)), status};
       }
+    if (round.failed_rank >= 0 && out.failed_rank < 0) {
+      out = round;
+      failed_at = std::chrono::steady_clock::now();
     }
+    if (alive == 0) break;
+    if (std::chrono::steady_clock::now() - failed_at > grace)
+      for (pid_t p : pids)
+        if (p > 0) ::kill(p, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return out;
 }
