@@ -226,6 +226,7 @@ class ConvNeXtImpl : public Classifier {
   // timm's _init_weights through named_apply: trunc_normal_(std .02) on every Conv2d and Linear
   // weight in module order, zero biases; head.fc's weight and bias then times head_init_scale.
   void init_weights(double head_init_scale) {
+    if (weight_init_skipped()) return;
     torch::NoGradGuard no_grad;
     for (auto& m : modules(/*include_self=*/false)) {
       if (auto* c = m->as<nn::Conv2d>()) {

@@ -91,6 +91,7 @@ class Trunk : public Classifier {
   // convs normal(0, sqrt(2 / fan_out)) with fan_out = k*k*out / groups, BN 1/0, the classifier
   // uniform(+-1/sqrt(out_features)), biases 0.
   void init_weights() {
+    if (weight_init_skipped()) return;
     torch::NoGradGuard no_grad;
     for (auto& m : modules(/*include_self=*/false)) {
       if (auto* c = m->as<nn::Conv2d>()) {

@@ -83,6 +83,24 @@ class Classifier : public torch::nn::Module {
   virtual void set_activation_checkpointing(const std::vector<std::string>& /*stages*/, CheckpointBlock /*checkpoint*/) {}
 };
 
+// While one is alive on this thread, the model families build without their weight init (timm's
+// trunc_normal_, Kaiming, ...; what the layers' own constructors set stays): for `list models`
+// and `describe`, which read a model's parameter count and input config, never its values. Most
+// of building a timm model is that init (erfinv over every weight: ~20 s for the 20 models on one
+// core). Nothing that trains, evaluates or loads builds under one.
+class WithoutWeightInit {
+ public:
+  WithoutWeightInit();
+  ~WithoutWeightInit();
+  WithoutWeightInit(const WithoutWeightInit&) = delete;
+  WithoutWeightInit& operator=(const WithoutWeightInit&) = delete;
+
+ private:
+  bool before_;
+};
+// Whether a WithoutWeightInit is alive on this thread (each family's init_weights asks).
+bool weight_init_skipped();
+
 template <>
 struct Kind<Classifier> {
   static constexpr const char* name = "models";

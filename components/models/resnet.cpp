@@ -231,6 +231,7 @@ class ResNetImpl : public Classifier {
   // torchvision's / timm's init_weights: Kaiming-normal (fan_out) convs in module order; BN and
   // fc keep their PyTorch defaults.
   void init_weights(bool zero_init_last) {
+    if (weight_init_skipped()) return;
     torch::NoGradGuard no_grad;
     for (auto& m : modules(/*include_self=*/false))
       if (auto* c = m->as<nn::Conv2d>()) nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut, torch::kReLU);

@@ -192,6 +192,11 @@ class VisionTransformerImpl : public Classifier {
   // The patch conv and the LayerNorms keep their construction-time init.
   void init_weights() {
     torch::NoGradGuard no_grad;
+    if (weight_init_skipped()) {  // made with torch::empty: zeros rather than whatever memory held
+      pos_embed_.zero_();
+      cls_token_.zero_();
+      return;
+    }
     trunc_normal_(pos_embed_, 0.02);
     nn::init::normal_(cls_token_, 0.0, 1e-6);
     for (auto& m : modules(/*include_self=*/false)) {

@@ -38,6 +38,7 @@ std::string pretrained_config(const std::string& name) {
   torch::NoGradGuard no_grad;
   // On every core: timm's trunc_normal_ init (erfinv) of the 20 models takes ~20 s on one.
   at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
+  WithoutWeightInit counted_not_initialised;  // the count and the config need no init values
   auto model = entry.make(Config(cfg, "model"));
   InputConfig in = model->input_config();
   std::string weights = model->published_weights().empty() ? "no published weights" : model->published_weights();
