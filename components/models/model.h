@@ -87,7 +87,8 @@ class Classifier : public torch::nn::Module {
 // trunc_normal_, Kaiming, ...; what the layers' own constructors set stays): for `list models`
 // and `describe`, which read a model's parameter count and input config, never its values. Most
 // of building a timm model is that init (erfinv over every weight: ~20 s for the 20 models on one
-// core). Nothing that trains, evaluates or loads builds under one.
+// core). Nothing in trainrun that trains, evaluates or loads builds under one (a test that loads
+// every weight into a model may: the values it reads are then the loaded ones).
 class WithoutWeightInit {
  public:
   WithoutWeightInit();
