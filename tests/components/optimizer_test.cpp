@@ -1,13 +1,15 @@
 // The optimizers built through the registry from a recipe section, against torch.optim run by
-// python3-torch (lion, lamb: timm's, re-derived in tests/py/optim_ref.py): ten steps on a small
-// fixed net must leave the same parameters (1e-6). The custom ones (radam, nadam, lion, lamb)
-// survive a checkpoint. And the cross_entropy loss against F.cross_entropy.
+// python3-torch (lion, lamb: timm's, re-derived in tests/py/optim_ref.py; the test process's one
+// Python, support/python_worker.h): ten steps on a small fixed net must leave the same
+// parameters (1e-6). The custom ones (radam, nadam, lion, lamb) survive a checkpoint. And the
+// cross_entropy loss against F.cross_entropy.
 #include "components/optim/optim.h"
 #include "runner/recipe/freeze.h"
 #include "runner/recipe/job.h"
 #include "runner/recipe/recipe.h"
 #include "support/safetensors.h"
 
+#include "support/python_worker.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -55,8 +57,7 @@ TEST_P(OptimizerParity, TenStepsMatchTorchOptim) {
   test::TempDir dir;
   TensorList data = fixture();
   save_safetensors(dir / "in.safetensors", data);
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/optim_steps.py") + " " +
-                      (dir / "in.safetensors") + " '" + GetParam().section + "' " + (dir / "out.safetensors"));
+  auto py = test::python_reference("optim_steps.py", {dir / "in.safetensors", GetParam().section, dir / "out.safetensors"});
   ASSERT_EQ(py.code, 0) << py.err;
   TensorList expected = load_safetensors(dir / "out.safetensors");
 
@@ -130,8 +131,7 @@ TEST(OptimizerParity, UnfrozenParametersJoinLikeAddParamGroup) {
     test::TempDir dir;
     TensorList data = fixture();
     save_safetensors(dir / "in.safetensors", data);
-    auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/optim_steps.py") + " " +
-                        (dir / "in.safetensors") + " '" + section + "' " + (dir / "out.safetensors") + " 4");
+    auto py = test::python_reference("optim_steps.py", {dir / "in.safetensors", section, dir / "out.safetensors", "4"});
     ASSERT_EQ(py.code, 0) << py.err;
     TensorList expected = load_safetensors(dir / "out.safetensors");
 

@@ -1,11 +1,13 @@
 // The reference harness of the scheduler tests: a two-group optimizer, the scheduler a recipe
 // section builds, and one whole run's lr and momentum compared with torch.optim.lr_scheduler run
-// by python3-torch (tests/py/schedule.py), to 1e-9 relative.
+// by python3-torch (tests/py/schedule.py, through the process's one Python: support/python_worker.h),
+// to 1e-9 relative.
 #pragma once
 
 #include "components/optim/optim.h"
 #include "runner/recipe/recipe.h"
 
+#include "support/python_worker.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -85,7 +87,7 @@ inline void expect_same_schedule(const TestOptimizer& optim, const std::string& 
                           double optimizer_lr = 0) {
   json spec = {{"optimizer", optim.torch_name}, {"optimizer_args", optim.torch_args}, {"lrs", kLrs}, {"steps", kSteps}};
   spec.update(torch_scheduler);
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/schedule.py") + " '" + spec.dump() + "'");
+  auto py = test::python_reference("schedule.py", {spec.dump()});
   ASSERT_EQ(py.code, 0) << py.err;
   json expected = json::parse(py.out);
   ASSERT_EQ(expected["lr"].size(), std::size_t(kSteps + 1));

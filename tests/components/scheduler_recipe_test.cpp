@@ -137,7 +137,7 @@ TEST(SchedulerState, RejectsAStateThatDoesNotFit) {
 // Compares `trainrun check --schedule` output (`# onecycle: step lr momentum`, then one line per
 // step 0..total) with tests/py/schedule.py's run of `spec`; returns the worst relative difference.
 double expect_schedule_is_torchs(const std::string& check_output, const std::string& spec, int64_t total) {
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/schedule.py") + " '" + spec + "'");
+  auto py = test::python_reference("schedule.py", {spec});
   EXPECT_EQ(py.code, 0) << py.err;
   if (py.code != 0) return INFINITY;
   json expected = json::parse(py.out);

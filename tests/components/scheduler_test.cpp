@@ -144,7 +144,7 @@ std::vector<double> metric_sequence() {
 void expect_same_plateau(const std::string& section, json torch_args, const std::string& key,
                          const std::vector<double>& metrics) {
   json spec = {{"lrs", kLrs}, {"args", torch_args}, {"metrics", metrics}};
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/plateau.py") + " '" + spec.dump() + "'");
+  auto py = test::python_reference("plateau.py", {spec.dump()});
   ASSERT_EQ(py.code, 0) << py.err;
   json expected = json::parse(py.out);
 
