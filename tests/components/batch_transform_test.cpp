@@ -9,6 +9,7 @@
 #include "runner/recipe/job.h"
 #include "runner/train/trainer.h"
 #include "support/safetensors.h"
+#include "support/python_worker.h"
 #include "test_util.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -252,8 +253,7 @@ TEST(Loss, CrossEntropyTakesProbabilitiesAsTorchDoes) {
   at::Tensor logits = torch::randn({6, 5}) * 2;
   at::Tensor target = torch::softmax(torch::randn({6, 5}), 1);
   save_safetensors(dir / "in.safetensors", {{"logits", logits}, {"target", target}});
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/cross_entropy.py") + " " +
-                      (dir / "in.safetensors") + " 0.1");
+  auto py = test::python_reference("cross_entropy.py", {dir / "in.safetensors", "0.1"});
   ASSERT_EQ(py.code, 0) << py.err;
   double want = nlohmann::json::parse(py.out)["loss"].get<double>();
   auto loss = Registry<Loss>::instance().get("cross_entropy").make(Config(YAML::Load("{label_smoothing: 0.1}"), "train.loss"));

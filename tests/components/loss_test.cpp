@@ -4,6 +4,7 @@
 #include "components/optim/optim.h"
 #include "support/safetensors.h"
 
+#include "support/python_worker.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -27,8 +28,9 @@ double expect_weighted_loss_is_torchs(const WeightedLossCase& c, const at::Tenso
   at::Tensor logits = torch::randn({8, 4}) * 2;
   at::Tensor target = c.soft ? torch::softmax(torch::randn({8, 4}) * 2, 1) : torch::randint(0, 4, {8}, torch::kLong);
   save_safetensors(dir / "in.safetensors", {{"logits", logits}, {"target", target}, {"weight", weight}});
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/cross_entropy.py") + " " +
-                      (dir / "in.safetensors") + " " + std::to_string(c.smoothing) + (c.loss == "nll" ? " nll" : ""));
+  std::vector<std::string> args = {dir / "in.safetensors", std::to_string(c.smoothing)};
+  if (c.loss == "nll") args.push_back("nll");
+  auto py = test::python_reference("cross_entropy.py", args);
   EXPECT_EQ(py.code, 0) << py.err;
   if (py.code != 0) return 1;
   auto expected = nlohmann::json::parse(py.out);

@@ -252,8 +252,7 @@ TEST(Loss, CrossEntropyWithLabelSmoothingIsTorchs) {
   torch::manual_seed(1);
   at::Tensor logits = torch::randn({6, 4}) * 2, target = torch::randint(0, 4, {6}, torch::kLong);
   save_safetensors(dir / "in.safetensors", {{"logits", logits}, {"target", target}});
-  auto py = test::run(std::string(test::kPython) + " " + test::source("tests/py/cross_entropy.py") + " " +
-                      (dir / "in.safetensors") + " 0.1");
+  auto py = test::python_reference("cross_entropy.py", {dir / "in.safetensors", "0.1"});
   ASSERT_EQ(py.code, 0) << py.err;
   json expected = json::parse(py.out);
   double want = expected["loss"].get<double>();

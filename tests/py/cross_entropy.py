@@ -14,12 +14,18 @@ import torch.nn.functional as F
 
 from st import load_file
 
-data = load_file(sys.argv[1])
-logits = data["logits"].clone().requires_grad_(True)
-weight = data.get("weight")
-if len(sys.argv) > 3 and sys.argv[3] == "nll":
-    loss = F.nll_loss(F.log_softmax(logits, 1), data["target"], weight=weight)
-else:
-    loss = F.cross_entropy(logits, data["target"], weight=weight, label_smoothing=float(sys.argv[2]))
-loss.backward()
-print(json.dumps({"loss": loss.item(), "grad": logits.grad.tolist()}))
+
+def main():
+    data = load_file(sys.argv[1])
+    logits = data["logits"].clone().requires_grad_(True)
+    weight = data.get("weight")
+    if len(sys.argv) > 3 and sys.argv[3] == "nll":
+        loss = F.nll_loss(F.log_softmax(logits, 1), data["target"], weight=weight)
+    else:
+        loss = F.cross_entropy(logits, data["target"], weight=weight, label_smoothing=float(sys.argv[2]))
+    loss.backward()
+    print(json.dumps({"loss": loss.item(), "grad": logits.grad.tolist()}))
+
+
+if __name__ == "__main__":
+    main()
