@@ -4,9 +4,9 @@ once instead of once a reference (~1.3 s of each call on a 2-core VM). Started a
 tests/support/python_worker.h.
 
 usage: serve.py    then one JSON request a line on stdin:
-  {"script": "schedule.py", "args": ["..."], "env": {"NAME": "value"}}
-runs the script's main() as `python3 tests/py/SCRIPT ARGS...` would (sys.argv, os.environ with
-`env` added, stdout and stderr captured; SystemExit's code, 1 and the traceback on an exception)
+  {"script": "schedule.py", "args": ["..."]}
+runs the script's main() as `python3 tests/py/SCRIPT ARGS...` would (sys.argv, stdout and stderr
+captured; SystemExit's code, 1 and the traceback on an exception, its import's included)
 and answers one JSON line on the original stdout: {"code": 0, "out": "...", "err": "..."}.
 The scripts it runs keep no state between calls that changes their results (each reads its inputs
 from its arguments and files); a script is imported once, as a fresh process would import it.
@@ -24,16 +24,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def call(request):
     script = request["script"]
-    module = importlib.import_module(os.path.splitext(script)[0])
-    argv, environ = sys.argv, dict(os.environ)
+    argv = sys.argv
     out, err = io.StringIO(), io.StringIO()
     code = 0
     try:
         sys.argv = [script] + list(request.get("args", []))
-        os.environ.update(request.get("env", {}))
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                result = module.main()
+                result = importlib.import_module(os.path.splitext(script)[0]).main()
                 code = result if isinstance(result, int) else 0
             except SystemExit as e:
                 if e.code is None or isinstance(e.code, int):
@@ -46,8 +44,6 @@ def call(request):
                 code = 1
     finally:
         sys.argv = argv
-        os.environ.clear()
-        os.environ.update(environ)
     return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
 
 

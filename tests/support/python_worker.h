@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,15 +28,14 @@ class PythonWorker {
     return worker;
   }
 
-  RunResult call(const std::string& script, const std::vector<std::string>& args,
-                 const std::map<std::string, std::string>& env) {
+  RunResult call(const std::string& script, const std::vector<std::string>& args) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == pid_) {  // died since the last call: no write into its
       pid_ = -1;                                                   // closed pipe (SIGPIPE would end the test)
       stop();
     }
     if (pid_ <= 0 && !start()) return {-1, "", "python_worker: could not start " + std::string(kPython)};
-    const std::string request = nlohmann::json{{"script", script}, {"args", args}, {"env", env}}.dump() + "\n";
+    const std::string request = nlohmann::json{{"script", script}, {"args", args}}.dump() + "\n";
     std::string line;
     if (std::fwrite(request.data(), 1, request.size(), to_) == request.size() && std::fflush(to_) == 0) {
       for (int c; (c = std::fgetc(from_)) != EOF && c != '\n';) line += char(c);
@@ -94,9 +92,8 @@ class PythonWorker {
   FILE* from_ = nullptr;
 };
 
-inline RunResult python_reference(const std::string& script, const std::vector<std::string>& args,
-                                  const std::map<std::string, std::string>& env = {}) {
-  return PythonWorker::instance().call(script, args, env);
+inline RunResult python_reference(const std::string& script, const std::vector<std::string>& args) {
+  return PythonWorker::instance().call(script, args);
 }
 
 }  // namespace trainrun::test
