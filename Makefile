@@ -61,7 +61,7 @@ docs-reference: setup-test build
 	cd $(BUILD) && TRAINRUN_UPDATE_DOCS=1 ctest -R '^RunFolderPage[.]'
 
 docs-check: setup-docs setup-test build
-	cd $(BUILD) && TRAINRUN_REQUIRE_DOCS_TOOLS=1 ctest --output-on-failure -R '^Docs[.]'
+	cd $(BUILD) && TRAINRUN_REQUIRE_DOCS_TOOLS=1 ctest --output-on-failure -j$(JOBS) -R '^Docs[.]'
 
 setup:
 	@scripts/setup.sh
