@@ -356,12 +356,13 @@ else
   rc=$?
   mkdir -p "$O/bench-logs" && cp "$WORK"/logs/*.log "$O/bench-logs/" 2>/dev/null
   for f in "$O"/bench-logs/*.log; do [ -f "$f" ] && tail -c 20000 "$f" > "$f.tmp" && mv "$f.tmp" "$f"; done
-  # the table's rows: | row | settings | side | precision, loader | steps | wall | train | img/s | first step | RSS | ...
-  while IFS='|' read -r _ row _ side what steps wall train imgs first _; do
+  # the table's rows: | row | settings | side | precision, loader | steps | wall | train | img/s | synthetic img/s |
+  # input ratio | first step | RSS | ...
+  while IFS='|' read -r _ row _ side what steps wall train imgs synth ratio first _; do
     row=$(echo $row) side=$(echo $side)
     case $side in
-      trainrun|PyTorch) BENCH_LINES+=("$row, $side|$(echo $imgs) img/s ($(echo $what); $(echo $steps) steps, train $(echo $train) s, wall $(echo $wall) s, first step $(echo $first) s)") ;;
-      "trainrun / PyTorch") BENCH_LINES+=("$row, trainrun / PyTorch|img/s $(echo $imgs), wall $(echo $wall)") ;;
+      trainrun|PyTorch) BENCH_LINES+=("$row, $side|$(echo $imgs) img/s, input ratio $(echo $ratio) (synthetic $(echo $synth) img/s) ($(echo $what); $(echo $steps) steps, train $(echo $train) s, wall $(echo $wall) s, first step $(echo $first) s)") ;;
+      "trainrun / PyTorch") BENCH_LINES+=("$row, trainrun / PyTorch|img/s $(echo $imgs), wall $(echo $wall), input ratio $(echo $ratio)") ;;
     esac
   done < <(grep -E '^\| [a-z0-9_]+-cuda \|' "$O/bench.log")
   if [ $rc = 0 ] && [ ${#BENCH_LINES[@]} -gt 0 ]; then

@@ -18,6 +18,7 @@ in --precision fp16 (with torch.amp.GradScaler's loss scaling) or bf16, and the 
 torch.cuda.synchronize(), since kernels are still running when the last step() returns.
 """
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -57,6 +58,9 @@ def arg_parser(description, batch, workers, data=None):
                     help="bf16 = autocast on the device; fp16 = CUDA autocast + GradScaler")
     ap.add_argument("--memory-format", choices=["contiguous", "channels_last"], default="contiguous",
                     help="channels_last: the model's 4-D weights and the inputs in NHWC (floor.py)")
+    ap.add_argument("--synthetic", action="store_true",
+                    help="every step trains on the loader's first batch again, held on the device: the step "
+                         "without the data path (bench/compare's input ratio; trainrun's data.synthetic)")
     ap.add_argument("--port", type=int, default=29500, help="rendezvous port on 127.0.0.1")
     ap.add_argument("--seed", type=int, default=42)
     return ap
@@ -143,6 +147,8 @@ def fit(model, optimizer, scheduler, loader, train_step, rank, args):
         args.scaler = grad_scaler(args)
     if args.nproc > 1:
         model = DDP(model, device_ids=[torch.cuda.current_device()] if args.device == "cuda" else None)
+    if args.synthetic:
+        loader = Replay(loader, args)
     clock = StepClock(rank, args.device == "cuda")
     for epoch in range(args.epochs):
         if isinstance(loader.sampler, DistributedSampler):
@@ -154,6 +160,23 @@ def fit(model, optimizer, scheduler, loader, train_step, rank, args):
             clock.step_done()
     clock.stop()
     return model, clock
+
+
+class Replay:
+    """--synthetic: the loader's first batch, taken once before the clock starts (its iterator, and
+    with it the workers, then end) and put on the device, given len(loader) times an epoch: the
+    same steps with no data path, as timm's benchmark.py times a model on one batch."""
+
+    def __init__(self, loader, args):
+        batch = next(iter(loader))
+        images, labels = (batch["image"], batch["label"]) if isinstance(batch, dict) else batch
+        self.batch, self.steps, self.sampler = (to_device(images, args), to_device(labels, args)), len(loader), loader.sampler
+
+    def __iter__(self):
+        return itertools.repeat(self.batch, self.steps)
+
+    def __len__(self):
+        return self.steps
 
 
 class StepClock:

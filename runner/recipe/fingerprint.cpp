@@ -89,6 +89,9 @@ ordered_json recipe_fingerprint(const YAML::Node& root) {
     ordered_json value = to_json(root[section]);
     if (std::string(section) == "data" && value.is_object()) {
       for (const char* key : kDataLeftOut) value.erase(key);
+      // data.synthetic is the job only when on: a run of the data path keeps the fingerprint it
+      // had before the key existed, so its older checkpoints still resume.
+      if (value.contains("synthetic") && value["synthetic"] == false) value.erase("synthetic");
       if (value["dataset"].is_object())
         for (const char* key : kDatasetLeftOut) value["dataset"].erase(key);
     } else if (std::string(section) == "train" && value.is_object()) {

@@ -34,6 +34,7 @@ struct DataConfig {
   std::optional<int64_t> cv_folds;
   int64_t cv_fold;
   bool cv_stratified;
+  bool synthetic;  // every training step takes the run's first batch again, held on the device
 };
 
 // train.ema: timm's ModelEmaV3 (runner/train/callbacks/ema.cpp).

@@ -70,6 +70,11 @@ SectionSpec<DataConfig> declare_data() {
            "with replacement, each example weighted 1 / its class's count, as WeightedRandomSampler; "
            "classes come out equally often)")
       .choices({"random", "weighted"})
+      .key("synthetic", &D::synthetic, Type::Bool, yaml("false"),
+           "true: every training step trains on the run's first batch again, loaded once and held on the device, "
+           "so the steps run without the data path (reading, decoding, augmenting, copying), as timm's benchmark.py "
+           "times a model; for measuring speed (bench/compare's input ratio), not for training. The epochs keep "
+           "their number of steps; evaluation reads its split as usual")
       .key("max_train_samples", &D::max_train_samples, Type::Int, Node(), "use only the first N training examples")
       .min(1)
       .key("max_eval_samples", &D::max_eval_samples, Type::Int, Node(), "use only the first N evaluation examples")

@@ -80,6 +80,9 @@ void log_banner(const Job& job, const WorldInfo& world, const Accelerator& acc, 
                    ? ""
                    : std::string(", memory format = ") + (job.channels_last ? "channels_last" : "contiguous") +
                          (job.memory_format_reason.empty() ? "" : " (" + job.memory_format_reason + ")"));
+  if (job.config.data.synthetic)
+    spdlog::info("  Synthetic input = every step trains on the first batch, held on {} (data.synthetic: the data path left out)",
+                 acc.device().str());
   if (const auto& stages = job.config.train.checkpoint_stages; !stages.empty())
     spdlog::info("  Activation checkpointing = {} (each block's activations recomputed in backward)",
                  fmt::join(stages, ", "));

@@ -71,6 +71,8 @@ class TrainLoop final : public Trainer {
   void resume();  // trainer_checkpoint.cpp, with what a save adds
   EvalResult run_loop();
   void run_epoch(int64_t epoch, int64_t skip);
+  void hold_synthetic_batch(int64_t epoch, int64_t skip);
+  std::optional<Batch> next_batch();
   bool forward_backward(const Batch& batch);  // true when the micro-batch closes a step
   void step(bool ends_epoch);
   void end_epoch();
@@ -94,6 +96,7 @@ class TrainLoop final : public Trainer {
   std::unique_ptr<Accelerator> acc_;
   std::shared_ptr<DistributedModel> ddp_;
   std::unique_ptr<DataLoader> train_loader_, eval_loader_;
+  std::optional<Batch> synthetic_;  // data.synthetic: the batch every step trains on
   RunLength length_;
   Optimization opt_;
   LossScaler scaler_;

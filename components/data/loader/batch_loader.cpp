@@ -243,7 +243,9 @@ std::optional<Batch> BatchLoader::next() {
   // straight into (float inputs only: to_tensor's); an example of another shape is stacked instead.
   example_shape_.clear();
   if (b.inputs.scalar_type() == at::kFloat) example_shape_.assign(b.inputs.sizes().begin() + 1, b.inputs.sizes().end());
-  fill();
+  // The workers read ahead; without them the next batch is loaded when asked for, not now (a run
+  // that stops, or data.synthetic's one batch, loads no batch it does not train on).
+  if (pool_) fill();
   return b;
 }
 

@@ -40,8 +40,9 @@ class BatchLoader {
  protected:
   // Schedules batches up to the prefetch window.
   virtual void fill() = 0;
-  // next() found no batch scheduled: the streaming loader waits for one of its streams.
-  virtual void refill() {}
+  // next() found no batch scheduled (always so without workers, which load a batch only when
+  // it is asked for): schedules one; the streaming loader waits for one of its streams.
+  virtual void refill() { fill(); }
   // next() hands out the oldest scheduled batch.
   virtual void on_batch_taken() {}
   // The example at `index`, or the stream's sample `raw`, cropped to `pick`'s box when given.
