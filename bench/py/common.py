@@ -138,6 +138,11 @@ def train_step(model, optimizer, scheduler, images, labels, args, loss_fn=F.cros
     return loss
 
 
+def images_and_labels(batch):
+    """A loader's batch as (images, labels): cv_example's loaders give dicts."""
+    return (batch["image"], batch["label"]) if isinstance(batch, dict) else batch
+
+
 def fit(model, optimizer, scheduler, loader, train_step, rank, args):
     """The training loop every side runs: DDP, then epochs of train_step over the loader's batches."""
     if args.device == "cuda":
@@ -155,7 +160,7 @@ def fit(model, optimizer, scheduler, loader, train_step, rank, args):
             loader.sampler.set_epoch(epoch)
         model.train()
         for batch in loader:
-            images, labels = (batch["image"], batch["label"]) if isinstance(batch, dict) else batch  # cv_example: dicts
+            images, labels = images_and_labels(batch)
             train_step(model, optimizer, scheduler, images, labels, args)
             clock.step_done()
     clock.stop()
@@ -168,8 +173,7 @@ class Replay:
     same steps with no data path, as timm's benchmark.py times a model on one batch."""
 
     def __init__(self, loader, args):
-        batch = next(iter(loader))
-        images, labels = (batch["image"], batch["label"]) if isinstance(batch, dict) else batch
+        images, labels = images_and_labels(next(iter(loader)))
         self.batch, self.steps, self.sampler = (to_device(images, args), to_device(labels, args)), len(loader), loader.sampler
 
     def __iter__(self):
